@@ -1,0 +1,24 @@
+"""Helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+
+from coze_lab.config import CozeLab
+from coze_lab.runtime import Runtime
+
+
+def load_config(args: argparse.Namespace) -> CozeLab:
+    """``CozeLab`` settings from the command line, falling back to env and defaults."""
+    overrides = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = args.data_dir
+    if getattr(args, "database_url", None):
+        overrides["database_url"] = args.database_url
+    return CozeLab(**overrides)
+
+
+def open_runtime(args: argparse.Namespace) -> Runtime:
+    runtime = Runtime(load_config(args))
+    runtime.start()
+    return runtime

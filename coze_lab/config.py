@@ -1,0 +1,101 @@
+"""Configuration: one traitlets ``CozeLab`` section for the extension, the server and the CLI.
+
+``c.CozeLab.database_url = "postgresql+psycopg://..."`` in a Jupyter config file, the
+matching ``COZE_LAB_*`` environment variable, or a ``coze-lab`` command-line flag.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Bool, Int, List, Unicode, default
+from traitlets.config import Configurable
+
+from coze_lab.core.sandbox.settings import SandboxSettings
+from coze_lab.store import sqlite_url
+
+MiB = 1024 * 1024
+
+
+def default_data_dir() -> Path:
+    """``$COZE_LAB_DATA_DIR`` or ``<jupyter data dir>/coze_lab``."""
+    return Path(os.environ.get("COZE_LAB_DATA_DIR") or Path(jupyter_data_dir()) / "coze_lab")
+
+
+class CozeLab(Configurable):
+    """Settings shared by every way of running coze_lab.
+
+    Example:
+        >>> CozeLab(data_dir="/tmp/cl").database_url
+        'sqlite:////tmp/cl/coze_lab.db'
+    """
+
+    data_dir = Unicode(help="Where the SQLite database, files and sandbox cache live.").tag(
+        config=True
+    )
+    database_url = Unicode(
+        help="SQLAlchemy URL; SQLite in data_dir unless set (COZE_LAB_DATABASE_URL)."
+    ).tag(config=True)
+    auto_migrate = Bool(True, help="Upgrade the database schema on start.").tag(config=True)
+    max_upload_bytes = Int(100 * MiB, help="Largest file accepted by /v1/files/upload.").tag(
+        config=True
+    )
+    max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
+
+    sandbox_pool_size = Int(2, help="Warm Deno + Pyodide workers.").tag(config=True)
+    sandbox_timeout = Int(10, help="Seconds a code node may run.").tag(config=True)
+    sandbox_memory_limit_mb = Int(1024, help="RSS ceiling of a sandbox worker.").tag(
+        config=True
+    )
+    sandbox_max_output_bytes = Int(1_000_000, help="Cap on captured stdout/stderr.").tag(
+        config=True
+    )
+    sandbox_allow_net = List(Unicode(), help="Hosts code nodes may reach (deno --allow-net).").tag(
+        config=True
+    )
+    sandbox_allow_read = List(Unicode(), help="Extra readable paths (--allow-read).").tag(
+        config=True
+    )
+    sandbox_allow_write = List(Unicode(), help="Writable paths (--allow-write).").tag(config=True)
+    sandbox_allow_env = List(Unicode(), help="Readable env vars (--allow-env).").tag(config=True)
+    sandbox_allow_run = List(Unicode(), help="Runnable programs (--allow-run).").tag(config=True)
+    sandbox_allow_ffi = List(Unicode(), help="Loadable libraries (--allow-ffi).").tag(config=True)
+    sandbox_wheelhouse = Unicode(help="Folder of pure-Python wheels code nodes may import.").tag(
+        config=True
+    )
+    sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(
+        config=True
+    )
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        return str(default_data_dir())
+
+    @default("database_url")
+    def _default_database_url(self) -> str:
+        return os.environ.get("COZE_LAB_DATABASE_URL") or sqlite_url(
+            Path(self.data_dir) / "coze_lab.db"
+        )
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).expanduser()
+
+    def sandbox_settings(self) -> SandboxSettings:
+        return SandboxSettings(
+            cache_dir=self.data_path / "sandbox",
+            pool_size=self.sandbox_pool_size,
+            timeout_s=float(self.sandbox_timeout),
+            memory_limit_mb=self.sandbox_memory_limit_mb,
+            max_output_bytes=self.sandbox_max_output_bytes,
+            allow_net=tuple(self.sandbox_allow_net),
+            allow_read=tuple(self.sandbox_allow_read),
+            allow_write=tuple(self.sandbox_allow_write),
+            allow_env=tuple(self.sandbox_allow_env),
+            allow_run=tuple(self.sandbox_allow_run),
+            allow_ffi=tuple(self.sandbox_allow_ffi),
+            wheelhouse=Path(self.sandbox_wheelhouse) if self.sandbox_wheelhouse else None,
+            package_index_url=self.sandbox_package_index_url or None,
+        )

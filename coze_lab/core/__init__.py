@@ -1,0 +1,1 @@
+"""Pure-Python domain services: no tornado and no jupyter imports live here."""

@@ -1,0 +1,229 @@
+"""Personal access tokens: random secrets, stored only as SHA-256, checked every request."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.errors import InvalidParameter, NotFound, PermissionDenied, Unauthenticated
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import PersonalAccessToken
+
+PREFIX = "pat_"
+SECRET_BYTES = 32
+SCOPES = frozenset({"chat", "workflow", "files", "bots"})
+CONNECTORS = frozenset({"1024", "999"})  # API, Web SDK
+MAX_DAYS = 3650
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+_TOKEN_SHAPE = re.compile(r"^pat_[A-Za-z0-9_-]{43}$")
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What may be shown about a token after creation: never the secret."""
+
+    id: int
+    user_id: int
+    name: str
+    hint: str
+    scopes: list[str] | None
+    connector_id: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+    def status(self, now: datetime) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller behind a valid token."""
+
+    user_id: int
+    token_id: int
+    scopes: frozenset[str] | None
+    connector_id: str | None
+
+    def require_scope(self, scope: str) -> None:
+        if self.scopes is not None and scope not in self.scopes:
+            raise PermissionDenied(f"this token lacks the '{scope}' scope")
+
+
+def hash_token(raw: str) -> str:
+    """The stored form of a token.
+
+    Example:
+        >>> len(hash_token("pat_x"))
+        64
+    """
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class TokenService:
+    """Create, list, revoke and authenticate personal access tokens.
+
+    Example:
+        >>> info, secret = tokens.create(user_id, "ci", expires_in_days=30)  # doctest: +SKIP
+        >>> tokens.authenticate(secret).user_id == user_id                  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+
+    def create(
+        self,
+        user_id: int,
+        name: str,
+        *,
+        expires_in_days: int | None = None,
+        expires_at: datetime | None = None,
+        scopes: Iterable[str] | None = None,
+        connector_id: str | None = None,
+    ) -> tuple[TokenInfo, str]:
+        """Make a token; the secret is returned here once and never stored."""
+        now = self._clock()
+        row = PersonalAccessToken(
+            id=new_id(),
+            user_id=user_id,
+            name=_valid_name(name),
+            scopes=_valid_scopes(scopes),
+            connector_id=_valid_connector(connector_id),
+            created_at=now,
+            expires_at=_expiry(now, expires_in_days, expires_at),
+            last_used_at=None,
+            revoked_at=None,
+        )
+        secret = PREFIX + secrets.token_urlsafe(SECRET_BYTES)
+        row.token_hash = hash_token(secret)
+        row.hint = f"{PREFIX}…{secret[-4:]}"
+        with self._db.transaction() as session:
+            session.add(row)
+        return _info(row), secret
+
+    def list(self, user_id: int) -> list[TokenInfo]:
+        with self._db.transaction() as session:
+            rows = session.scalars(
+                select(PersonalAccessToken)
+                .where(PersonalAccessToken.user_id == user_id)
+                .order_by(PersonalAccessToken.id.desc())
+            ).all()
+        return [_info(row) for row in rows]
+
+    def revoke(self, user_id: int, token_id: int) -> TokenInfo:
+        """Revoke one of the user's tokens (idempotent); another user's id is not found."""
+        with self._db.transaction() as session:
+            row = session.scalars(
+                select(PersonalAccessToken).where(
+                    PersonalAccessToken.id == token_id, PersonalAccessToken.user_id == user_id
+                )
+            ).first()
+            if row is None:
+                raise NotFound(f"token {token_id} does not exist")
+            if row.revoked_at is None:
+                row.revoked_at = self._clock()
+            return _info(row)
+
+    def authenticate(self, raw: str | None) -> Principal:
+        """The principal behind ``raw``; Unauthenticated when missing, unknown, expired or revoked."""
+        if not raw:
+            raise Unauthenticated("missing personal access token")
+        if not _TOKEN_SHAPE.match(raw):
+            raise Unauthenticated("malformed personal access token")
+        digest = hash_token(raw)
+        now = self._clock()
+        with self._db.transaction() as session:
+            row = session.scalars(
+                select(PersonalAccessToken).where(PersonalAccessToken.token_hash == digest)
+            ).first()
+            if row is None or not hmac.compare_digest(row.token_hash, digest):
+                raise Unauthenticated("unknown personal access token")
+            if row.revoked_at is not None:
+                raise Unauthenticated("personal access token has been revoked")
+            if row.expires_at is not None and row.expires_at <= now:
+                raise Unauthenticated("personal access token has expired")
+            if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+                session.execute(
+                    update(PersonalAccessToken)
+                    .where(PersonalAccessToken.id == row.id)
+                    .values(last_used_at=now)
+                )
+            return Principal(
+                user_id=row.user_id,
+                token_id=row.id,
+                scopes=None if row.scopes is None else frozenset(row.scopes),
+                connector_id=row.connector_id,
+            )
+
+
+def _valid_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise InvalidParameter("token name must be 1 to 100 characters")
+    return name.strip()
+
+
+def _valid_scopes(scopes: Iterable[str] | None) -> list[str] | None:
+    if scopes is None:
+        return None
+    if isinstance(scopes, str):
+        raise InvalidParameter("scopes must be a list")
+    chosen = sorted(set(scopes))
+    unknown = [s for s in chosen if s not in SCOPES]
+    if unknown or not chosen:
+        raise InvalidParameter(f"scopes must be a non-empty subset of {sorted(SCOPES)}")
+    return chosen
+
+
+def _valid_connector(connector_id: str | None) -> str | None:
+    if connector_id is not None and connector_id not in CONNECTORS:
+        raise InvalidParameter(f"connector_id must be one of {sorted(CONNECTORS)}")
+    return connector_id
+
+
+def _expiry(
+    now: datetime, expires_in_days: int | None, expires_at: datetime | None
+) -> datetime | None:
+    if expires_in_days is not None and expires_at is not None:
+        raise InvalidParameter("give expires_in_days or expires_at, not both")
+    if expires_in_days is not None:
+        if isinstance(expires_in_days, bool) or not isinstance(expires_in_days, int):
+            raise InvalidParameter("expires_in_days must be an integer")
+        if not 1 <= expires_in_days <= MAX_DAYS:
+            raise InvalidParameter(f"expires_in_days must be within 1..{MAX_DAYS}")
+        return now + timedelta(days=expires_in_days)
+    if expires_at is not None:
+        if expires_at <= now or expires_at > now + timedelta(days=MAX_DAYS):
+            raise InvalidParameter("expires_at must be in the future, within ten years")
+        return expires_at
+    return None
+
+
+def _info(row: PersonalAccessToken) -> TokenInfo:
+    return TokenInfo(
+        id=row.id,
+        user_id=row.user_id,
+        name=row.name,
+        hint=row.hint,
+        scopes=row.scopes,
+        connector_id=row.connector_id,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        last_used_at=row.last_used_at,
+        revoked_at=row.revoked_at,
+    )

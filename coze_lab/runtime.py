@@ -1,0 +1,85 @@
+"""The Runtime: every service wired from one ``CozeLab`` config, shared by all front doors."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from coze_lab._version import __version__
+from coze_lab.config import CozeLab
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.files import FileStore
+from coze_lab.core.identity import IdentityService, UserInfo
+from coze_lab.core.pat import TokenService
+from coze_lab.store import Database
+
+log = logging.getLogger("coze_lab")
+
+
+class Runtime:
+    """Services for one deployment: the Jupyter extension, ``coze-lab serve`` or a test.
+
+    Example:
+        >>> runtime = Runtime(CozeLab(data_dir="/tmp/cl"))    # doctest: +SKIP
+        >>> runtime.start()                                    # doctest: +SKIP
+        >>> runtime.identity.ensure_user("alice").name         # doctest: +SKIP
+        'alice'
+    """
+
+    def __init__(self, config: CozeLab, *, clock: Clock = utcnow) -> None:
+        self.config = config
+        self.clock = clock
+        config.data_path.mkdir(parents=True, exist_ok=True)
+        self.db = Database(config.database_url)
+        self.identity = IdentityService(self.db, clock=clock)
+        self.tokens = TokenService(self.db, clock=clock)
+        self.files = FileStore(
+            self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock
+        )
+        self._sandbox: Any = None
+
+    def start(self) -> None:
+        """Prepare the database (migrations unless disabled)."""
+        if self.config.auto_migrate:
+            revision = self.db.upgrade()
+            log.info("coze_lab database %s at revision %s", self.db.dialect, revision)
+
+    @property
+    def sandbox(self) -> Any:
+        """The code-node runner (a warm Deno + Pyodide pool), created on first use."""
+        if self._sandbox is None:
+            from coze_lab.core.sandbox import WorkerPool
+
+            self._sandbox = WorkerPool(self.config.sandbox_settings())
+        return self._sandbox
+
+    def sandbox_health(self) -> dict[str, Any]:
+        if self._sandbox is not None:
+            return dict(self._sandbox.health())
+        from coze_lab.core.sandbox import is_installed
+
+        settings = self.config.sandbox_settings()
+        return {
+            "installed": is_installed(settings),
+            "started": False,
+            "workers": 0,
+            "busy": 0,
+            "runs": 0,
+            "restarts": 0,
+            "pyodide_version": settings.pyodide_version,
+        }
+
+    def health(self, user: UserInfo | None = None) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "user": None
+            if user is None
+            else {"id": str(user.id), "name": user.name, "workspace_id": str(user.workspace_id)},
+            "database": self.db.check(),
+            "sandbox": self.sandbox_health(),
+        }
+
+    async def close(self) -> None:
+        if self._sandbox is not None:
+            await self._sandbox.close()
+        self.db.dispose()

@@ -1,0 +1,96 @@
+"""The Database handle: one engine, short transactions, migrations on start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of an SQLite file.
+
+    Example:
+        >>> sqlite_url(Path("/tmp/x.db"))
+        'sqlite:////tmp/x.db'
+    """
+    return f"sqlite:///{path}"
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    # pysqlite opens transactions lazily and never for SELECT; emit BEGIN ourselves so a
+    # transaction is one unit from its first statement (SQLAlchemy's documented recipe).
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+class Database:
+    """Engine + session factory for one database URL.
+
+    Example:
+        >>> db = Database("sqlite:///:memory:")
+        >>> with db.transaction() as session:
+        ...     session.execute(text("select 1")).scalar()
+        1
+    """
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = make_url(url)
+        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": True}
+        if self.dialect == "sqlite":
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            if self.url.database:
+                Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = create_engine(self.url, **kwargs)
+        if self.dialect == "sqlite":
+            _tune_sqlite(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.url.get_backend_name()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A session whose work commits on success and rolls back on any exception."""
+        with self._sessions() as session, session.begin():
+            yield session
+
+    def upgrade(self) -> str:
+        """Bring the schema to the newest migration; return the revision."""
+        from coze_lab.store.migrate import upgrade
+
+        return upgrade(self.engine)
+
+    def revision(self) -> str | None:
+        from coze_lab.store.migrate import current_revision
+
+        return current_revision(self.engine)
+
+    def check(self) -> dict[str, Any]:
+        """Health of the database: reachable, dialect, schema revision."""
+        try:
+            from coze_lab.store.migrate import stored_revision
+
+            return {"ok": True, "dialect": self.dialect, "revision": stored_revision(self.engine)}
+        except Exception as exc:  # health reports failures instead of raising them
+            return {"ok": False, "dialect": self.dialect, "error": type(exc).__name__}
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,1 @@
+"""Thin tornado handlers: parse, authorize, one service call, serialize."""

@@ -1,0 +1,32 @@
+"""The Coze response envelope and the error-code table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coze_lab.core.errors import CozeLabError
+
+_CODE_BY_STATUS = {400: 4000, 401: 4100, 403: 4101, 404: 4200, 405: 4001, 409: 4300, 413: 4013}
+
+
+def ok(data: Any = None) -> dict[str, Any]:
+    """A successful body.
+
+    Example:
+        >>> ok({"id": "1"})
+        {'code': 0, 'msg': '', 'data': {'id': '1'}}
+    """
+    return {"code": 0, "msg": "", "data": data}
+
+
+def error_body(status: int, exc: BaseException | None, reason: str) -> dict[str, Any]:
+    """The ``{code, msg}`` body for an error response."""
+    if isinstance(exc, CozeLabError):
+        return {"code": exc.code, "msg": exc.msg}
+    if status >= 500:
+        return {"code": 5000, "msg": "internal server error"}
+    return {"code": _CODE_BY_STATUS.get(status, 4000), "msg": reason}
+
+
+def status_for(exc: BaseException | None, default: int) -> int:
+    return exc.status if isinstance(exc, CozeLabError) else default

@@ -1,0 +1,90 @@
+"""Which handler serves which path, for the Jupyter extension and for ``coze-lab serve``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tornado import web
+
+from coze_lab.web.base import CozeHandler, NotFoundHandler
+from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
+from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
+from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
+from coze_lab.web.handlers.workspaces import WorkspacesHandler
+
+Route = tuple[str, type[web.RequestHandler]]
+
+#: Coze-compatible OpenAPI, personal access tokens only
+OPENAPI: list[tuple[str, type[CozeHandler]]] = [
+    (r"/v1/files/upload", FileUploadHandler),
+    (r"/v1/files/retrieve", FileRetrieveHandler),
+    (r"/v1/workspaces", WorkspacesHandler),
+]
+#: coze_lab's own API for the lab front end
+STUDIO: list[tuple[str, type[CozeHandler]]] = [
+    (r"/coze_lab/api/health", HealthHandler),
+    (r"/coze_lab/api/me", MeHandler),
+    (r"/coze_lab/api/tokens", TokensHandler),
+    (r"/coze_lab/api/tokens/([^/]+)", TokenHandler),
+]
+PUBLIC: list[tuple[str, type[CozeHandler]]] = [
+    (r"/coze_lab/openapi.json", OpenApiDocHandler),
+]
+_HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def bind(handler: type[CozeHandler], base: type[CozeHandler], *, public: bool = False) -> type:
+    """``handler``'s endpoints on top of a deployment's ``base`` class."""
+    namespace: dict[str, Any] = {"__module__": handler.__module__}
+    if public:
+        from jupyter_server.auth.decorator import allow_unauthenticated
+
+        for name in _HTTP_METHODS:
+            method = getattr(handler, name, None)
+            if method is not None and name in _own_methods(handler):
+                namespace[name] = allow_unauthenticated(method)
+    return type(handler.__name__, (handler, base), namespace)
+
+
+def _own_methods(handler: type) -> set[str]:
+    names: set[str] = set()
+    for klass in handler.__mro__:
+        if klass in (CozeHandler, web.RequestHandler, object):
+            break
+        names.update(n for n in _HTTP_METHODS if n in klass.__dict__)
+    return names
+
+
+def jupyter_routes() -> list[Route]:
+    """Routes inside jupyter_server (relative to its base_url): everything under coze_lab/."""
+    from coze_lab.web.jupyter import JupyterOpenApiBase, JupyterStudioBase
+
+    routes: list[Route] = [
+        (r"/coze_lab" + path, bind(h, JupyterOpenApiBase, public=True)) for path, h in OPENAPI
+    ]
+    routes += [(path, bind(h, JupyterStudioBase)) for path, h in STUDIO]
+    routes += [(path, bind(h, JupyterOpenApiBase, public=True)) for path, h in PUBLIC]
+    routes.append((r"/coze_lab/.*", bind(NotFoundHandler, JupyterOpenApiBase, public=True)))
+    return routes
+
+
+def standalone_routes() -> list[Route]:
+    """Routes of ``coze-lab serve``: the OpenAPI at the root and under /coze_lab too."""
+    from coze_lab.web.standalone import StandaloneBase
+
+    routes: list[Route] = []
+    for path, handler in OPENAPI:
+        bound = bind(handler, StandaloneBase)
+        routes += [(path, bound), (r"/coze_lab" + path, bound)]
+    routes += [(path, bind(h, StandaloneBase)) for path, h in STUDIO + PUBLIC]
+    routes += [
+        (r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)),
+        (r"/healthz", bind(LivenessHandler, StandaloneBase)),
+    ]
+    return routes
+
+
+def standalone_not_found() -> type:
+    from coze_lab.web.standalone import StandaloneBase
+
+    return bind(NotFoundHandler, StandaloneBase)

@@ -1,0 +1,72 @@
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+
+import { StatusPanel } from './panels/status';
+import { CozeLabSidebar } from './sidebar';
+import { ICozeLabSidebar } from './tokens';
+
+export { CozeApiError, requestAPI, apiUrl } from './api';
+export { ICozeLabPanel, ICozeLabSidebar } from './tokens';
+export * from './types';
+
+namespace CommandIDs {
+  export const open = 'coze-lab:open';
+  export const refresh = 'coze-lab:refresh';
+}
+
+/** The left sidebar; other Coze Lab plugins add their sections through `ICozeLabSidebar`. */
+const sidebarPlugin: JupyterFrontEndPlugin<ICozeLabSidebar> = {
+  id: 'coze-lab:sidebar',
+  description: 'The Coze Lab left sidebar.',
+  autoStart: true,
+  provides: ICozeLabSidebar,
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ): ICozeLabSidebar => {
+    const sidebar = new CozeLabSidebar();
+    app.shell.add(sidebar, 'left', { rank: 850, type: 'Coze Lab' });
+    if (restorer) {
+      restorer.add(sidebar, sidebar.id);
+    }
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Open Coze Lab',
+      caption: 'Show the Coze Lab sidebar',
+      execute: () => {
+        app.shell.activateById(sidebar.id);
+      }
+    });
+    app.commands.addCommand(CommandIDs.refresh, {
+      label: 'Refresh Coze Lab',
+      caption: 'Reload Coze Lab status from the server',
+      execute: () => sidebar.refresh()
+    });
+    if (palette) {
+      for (const command of [CommandIDs.open, CommandIDs.refresh]) {
+        palette.addItem({ command, category: 'Coze Lab' });
+      }
+    }
+    return sidebar;
+  }
+};
+
+/** Status section: version, user, database and sandbox health. */
+const statusPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'coze-lab:status',
+  description: 'Coze Lab server status in the sidebar.',
+  autoStart: true,
+  requires: [ICozeLabSidebar],
+  activate: (_app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
+    sidebar.addPanel(new StatusPanel(), { rank: 0 });
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<any>[] = [sidebarPlugin, statusPlugin];
+export default plugins;
