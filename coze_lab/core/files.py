@@ -61,13 +61,13 @@ def sniff_content_type(head: bytes, file_name: str) -> str:
     guessed, _ = mimetypes.guess_type(file_name)
     if guessed:
         return guessed
+    if b"\x00" in head:
+        return "application/octet-stream"
     try:
         head.decode("utf-8")
-    except UnicodeDecodeError:
-        # a multi-byte character may be cut at the sniff boundary
-        try:
-            head[:-4].decode("utf-8")
-        except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
+        # only a multi-byte character cut by the sniff window is forgiven
+        if len(head) < _SNIFF_BYTES or exc.start < len(head) - 3:
             return "application/octet-stream"
     return "text/plain"
 

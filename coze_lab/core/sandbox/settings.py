@@ -12,6 +12,9 @@ PYODIDE_VERSION = "0.29.3"
 class SandboxSettings:
     """Everything the sandbox pool needs to know.
 
+    ``allow_*`` are Deno permission lists (empty = denied); the sandbox always gets read-only
+    access to ``cache_dir`` (Pyodide + snapshot) and ``wheelhouse``, nothing else by default.
+
     Example:
         >>> SandboxSettings(cache_dir=Path("/tmp/cl/sandbox")).pool_size
         2
@@ -32,4 +35,15 @@ class SandboxSettings:
     wheelhouse: Path | None = None
     package_index_url: str | None = None
     pyodide_version: str = PYODIDE_VERSION
+    #: after the interrupt (KeyboardInterrupt) the run gets this long before the worker is killed
+    grace_s: float = 1.0
+    #: how often the pool samples worker RSS while a run is in flight
+    memory_poll_s: float = 0.05
+    #: a worker whose RSS stays above this fraction of the limit after a run is replaced
+    recycle_rss_fraction: float = 0.75
+    #: replace the Python interpreter after this many runs (0 = only when tainted; 1 = always)
+    max_runs_per_worker: int = 0
+    startup_timeout_s: float = 60.0
+    #: fetch Pyodide from the npm registry on first use when it is not cached
+    auto_install: bool = True
     extra: dict[str, str] = field(default_factory=dict)

@@ -14,6 +14,8 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.multipart import MultipartFileReader
 
 _MULTIPART_SLACK = 64 * 1024  # boundaries and part headers around the file's bytes
+# the connection cap sits above the file cap so the file cap trips first and cleans up
+_CONNECTION_SLACK = 1024 * 1024
 
 
 @web.stream_request_body
@@ -36,7 +38,9 @@ class FileUploadHandler(CozeHandler):
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > limit:
             raise PayloadTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
-        self.request.connection.set_max_body_size(limit)
+        self.request.connection.set_max_body_size(
+            self.runtime.files.max_bytes + _CONNECTION_SLACK
+        )
         self._reader = MultipartFileReader(
             self.request.headers.get("Content-Type", ""), "file", self._open_upload(user.id)
         )
@@ -58,12 +62,17 @@ class FileUploadHandler(CozeHandler):
             self._discard()
 
     def post(self) -> None:
-        if self._failure is not None:
-            raise self._failure
-        assert self._reader is not None
-        upload = self._reader.finish()
-        assert isinstance(upload, Upload)
-        self.reply(serialize.file_info(upload.commit()))
+        try:
+            if self._failure is not None:
+                raise self._failure
+            assert self._reader is not None
+            upload = self._reader.finish()
+            assert isinstance(upload, Upload)
+            info = upload.commit()
+        except BaseException:
+            self._discard()  # before the error response leaves, not after
+            raise
+        self.reply(serialize.file_info(info))
 
     def on_finish(self) -> None:
         self._discard()

@@ -51,20 +51,27 @@ function realmFingerprint() {
     const vals = [];
     for (const k of keys) {
       const d = Object.getOwnPropertyDescriptor(obj, k);
-      vals.push(d ? (d.value ?? d.get ?? d.set) : undefined);
+      // Deno hands npm code (Pyodide) and plain code different global function objects,
+      // so only keys and non-function values are compared.
+      const v = d && "value" in d ? d.value : undefined;
+      vals.push(!d || !("value" in d) || typeof v === "function" ? "fn" : v);
     }
     out.push([keys, vals]);
   }
   return out;
 }
-function sameFingerprint(a, b) {
-  if (a.length !== b.length) return false;
+function fingerprintDiff(a, b) {
+  const names = ["globalThis", "Object.prototype", "Array.prototype", "Function.prototype",
+    "String.prototype", "Promise.prototype", "console", "JSON", "Math", "Reflect", "Deno"];
   for (let i = 0; i < a.length; i++) {
     const [ka, va] = a[i], [kb, vb] = b[i];
-    if (ka.length !== kb.length) return false;
-    for (let j = 0; j < ka.length; j++) if (ka[j] !== kb[j] || va[j] !== vb[j]) return false;
+    if (ka.length !== kb.length) return `JS ${names[i]} properties added/removed`;
+    for (let j = 0; j < ka.length; j++) {
+      if (i === 0 && ka[j] === "queueMicrotask") continue; // swapped by Deno's node compat
+      if (ka[j] !== kb[j] || !Object.is(va[j], vb[j])) return `JS ${names[i]}.${String(ka[j])} modified`;
+    }
   }
-  return true;
+  return null;
 }
 
 async function boot(init) {
@@ -106,6 +113,13 @@ async function boot(init) {
   const pyRun = ns.get("run");
   const pyCleanup = ns.get("cleanup");
   const pyBaseline = ns.get("baseline");
+  // warm-up run, and materialise Deno's lazily defined globals, before taking the baselines
+  pyBaseline();
+  await pyRun("def main(args):\n    return {}", "{}", null, 1000);
+  pyCleanup();
+  for (const obj of WATCHED()) {
+    for (const k of Reflect.ownKeys(obj)) { try { void obj[k]; } catch (_e) { /* ignore */ } }
+  }
   pyBaseline();
   const baseRealm = realmFingerprint();
   const dec = new TextDecoder();
@@ -142,7 +156,7 @@ async function boot(init) {
       try { taint = pyCleanup() ?? null; } catch (err) { taint = "cleanup failed: " + err; }
     }
     if (!taint && liveTimers.size) taint = `${liveTimers.size} JS timer(s) left running`;
-    if (!taint && !sameFingerprint(baseRealm, realmFingerprint())) taint = "JS globals modified";
+    if (!taint) taint = fingerprintDiff(baseRealm, realmFingerprint());
     const stdout = join(out.stdout), stderr = join(out.stderr);
     out = null;
     port.postMessage({ type: "result", id: job.id, res, stdout, stderr, taint });

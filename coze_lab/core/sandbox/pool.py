@@ -1,0 +1,577 @@
+"""The production :class:`Runner`: a pool of long-lived Deno processes with Pyodide loaded.
+
+Each pool slot is one ``deno run`` process (``runtime/host.js``) started with only the
+permissions in :class:`SandboxSettings`. Its control thread talks to this pool over a private
+unix socket (removed from the file system as soon as it is connected) and runs the code in
+Deno workers that have even fewer permissions and never see that socket:
+
+* Python: one long-lived Pyodide interpreter per process, restored from a memory snapshot,
+  fresh globals per run, state left behind by a run undone or the interpreter replaced;
+* JavaScript: a fresh worker per run (a spare one is kept warm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import RunResult, SandboxError
+from .install import (
+    deno_bin,
+    deno_dir,
+    install_pyodide,
+    is_installed,
+    prelude_source,
+    runtime_dir,
+    snapshot_path,
+    write_runtime,
+)
+from .settings import SandboxSettings
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LANGS = ("python", "javascript")
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Something that runs code nodes.
+
+    Example:
+        >>> async def demo(runner: Runner) -> dict:
+        ...     await runner.start()
+        ...     res = await runner.run("def main(args):\\n    return {'x': args.params['a']}", {"a": 1})
+        ...     return res.output   # {'x': 1}
+    """
+
+    async def start(self) -> None:
+        """Make the runner ready (may install Pyodide on first use)."""
+
+    async def run(
+        self,
+        code: str,
+        params: dict[str, Any],
+        *,
+        language: str = "python",
+        entry: str | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Run ``code``; ``entry=None`` calls ``main(args)``, else ``entry(**params)``."""
+
+    async def close(self) -> None:
+        """Stop all workers."""
+
+    def health(self) -> dict[str, Any]:
+        """JSON-serialisable status; never blocks and never starts anything."""
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def _host_of(url: str) -> str | None:
+    m = re.match(r"^[a-z]+://([^/]+)", url)
+    return m.group(1) if m else None
+
+
+class _Slot:
+    """One Deno process of the pool."""
+
+    def __init__(self, pool: WorkerPool, index: int) -> None:
+        self.pool = pool
+        self.index = index
+        self.gen = 0
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.alive = False
+        self.busy = False
+        self.boot_ms = 0.0
+        self.host_restarts = 0
+        self._fut: asyncio.Future[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stderr_tail = b""
+        self._next_id = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def spawn(self) -> None:
+        s = self.pool.settings
+        self.gen += 1
+        sock = self.pool.sock_dir / f"w{self.index}-{self.gen}.sock"
+        loop = asyncio.get_running_loop()
+        connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
+        connected = loop.create_future()
+
+        def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            if connected.done():
+                w.close()  # only the first connection is ever accepted
+            else:
+                connected.set_result((r, w))
+
+        limit = 16 * (s.max_result_bytes + s.max_output_bytes) + (1 << 20)
+        server = await asyncio.start_unix_server(on_conn, path=str(sock), limit=limit)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.pool.command(sock),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.pool.child_env(),
+                cwd=str(s.cache_dir),
+                start_new_session=True,
+            )
+            self._tasks = [asyncio.create_task(self._drain_stderr(self.proc))]
+            try:
+                self.reader, self.writer = await asyncio.wait_for(
+                    asyncio.shield(connected), s.startup_timeout_s
+                )
+            except asyncio.TimeoutError:
+                raise SandboxError(
+                    "worker_crashed", "sandbox process did not connect: " + self._stderr_text()
+                ) from None
+        finally:
+            server.close()
+            with contextlib.suppress(OSError):
+                sock.unlink()
+        await self._send({"op": "init", "cfg": self.pool.worker_config()})
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), s.startup_timeout_s)
+        except asyncio.TimeoutError:
+            line = b""
+        msg = json.loads(line) if line.strip() else {}
+        if msg.get("op") != "ready":
+            await self.kill()
+            raise SandboxError(
+                "worker_crashed",
+                "sandbox worker failed to boot: "
+                + str(msg.get("message") or self._stderr_text() or "no reply"),
+            )
+        self.boot_ms = float(msg.get("boot_ms", 0.0))
+        self.host_restarts = 0
+        self.alive = True
+        self._tasks.append(asyncio.create_task(self._read_loop(self.reader, self.proc)))
+
+    async def kill(self) -> None:
+        self.alive = False
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        for t in self._tasks:
+            t.cancel()
+        self._tasks = []
+        self._fail_pending("worker_crashed", "sandbox process stopped")
+
+    def _fail_pending(self, kind: str, message: str) -> None:
+        if self._fut is not None and not self._fut.done():
+            self._fut.set_result(({"ok": False, "error": {"type": kind, "message": message}}, None))
+
+    def _stderr_text(self) -> str:
+        return self._stderr_tail.decode("utf-8", "replace").strip()[-800:]
+
+    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while True:
+            chunk = await proc.stderr.read(65536)
+            if not chunk:
+                return
+            self._stderr_tail = (self._stderr_tail + chunk)[-4096:]
+
+    async def _read_loop(
+        self, reader: asyncio.StreamReader, proc: asyncio.subprocess.Process
+    ) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                msg = json.loads(line)
+                if msg.get("op") == "result" and self._fut is not None and not self._fut.done():
+                    if msg.get("id") == self._next_id:
+                        self._fut.set_result((msg, msg.get("output")))
+        except (ValueError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        # the process is gone (or talks nonsense): fail the run in flight
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 2)
+        self.alive = False
+        detail = self._stderr_text()
+        self._fail_pending(
+            "worker_crashed",
+            "the sandbox process died" + (f": {detail[-300:]}" if detail else ""),
+        )
+
+    async def _send(self, obj: dict[str, Any]) -> None:
+        assert self.writer is not None
+        self.writer.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
+        await self.writer.drain()
+
+    # -- one run -----------------------------------------------------------------------
+    async def execute(
+        self, code: str, params_json: str, language: str, entry: str | None, timeout: float
+    ) -> tuple[dict[str, Any], Any, str | None]:
+        """Returns (reply, output, kill_reason)."""
+        s = self.pool.settings
+        loop = asyncio.get_running_loop()
+        self._next_id += 1
+        self._fut = loop.create_future()
+        job = {
+            "op": "run", "id": self._next_id, "lang": language, "code": code,
+            "params": params_json, "entry": entry, "timeoutMs": int(timeout * 1000),
+            "maxOutput": s.max_output_bytes, "maxResult": s.max_result_bytes,
+        }
+        try:
+            await self._send(job)
+        except (ConnectionError, AssertionError):
+            self._fail_pending("worker_crashed", "the sandbox process is gone")
+        hard_deadline = loop.time() + timeout + s.grace_s + 5.0
+        pid = self.proc.pid if self.proc else 0
+        kill_reason: str | None = None
+        while not self._fut.done():
+            await asyncio.wait({self._fut}, timeout=s.memory_poll_s)
+            if self._fut.done():
+                break
+            rss = _rss_mb(pid)
+            if rss > s.memory_limit_mb:
+                kill_reason = "memory_limit"
+                await self.kill()
+                self._fut = None
+                return (
+                    {"ok": False, "error": {"type": "memory_limit", "message":
+                     f"worker memory {rss:.0f} MB exceeded the {s.memory_limit_mb} MB limit "
+                     "(worker replaced)"}},
+                    None, kill_reason,
+                )
+            if loop.time() > hard_deadline:
+                kill_reason = "timeout"
+                await self.kill()
+                self._fut = None
+                return (
+                    {"ok": False, "error": {"type": "timeout", "message":
+                     f"execution exceeded {timeout:g} s (sandbox process killed)"}},
+                    None, kill_reason,
+                )
+        reply, output = self._fut.result()
+        self._fut = None
+        if not self.alive:
+            kill_reason = "crashed"
+        elif _rss_mb(pid) > s.memory_limit_mb * s.recycle_rss_fraction:
+            kill_reason = "bloated"  # wasm memory never shrinks: start afresh
+        restarts = int(reply.get("restarts", self.host_restarts))
+        self.pool.count_restarts(max(0, restarts - self.host_restarts))
+        self.host_restarts = restarts
+        return reply, output, kill_reason
+
+
+class WorkerPool:
+    """Pool of warm Deno + Pyodide sandboxes (the production :class:`Runner`).
+
+    Example:
+        >>> async def demo() -> None:
+        ...     pool = WorkerPool(SandboxSettings(cache_dir=Path("/tmp/cl/sandbox")))
+        ...     await pool.start()
+        ...     res = await pool.run("def main(args):\\n    return {'n': args.params['n'] + 1}",
+        ...                          {"n": 1})
+        ...     assert res.output == {"n": 2}
+        ...     res = await pool.run("def clean(doc: str) -> dict:\\n    return {'doc': doc.strip()}",
+        ...                          {"doc": " x "}, entry="clean")
+        ...     await pool.close()
+    """
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.sock_dir = Path(".")
+        self._slots: list[_Slot] = []
+        self._idle: asyncio.Queue[_Slot] | None = None
+        self._started = False
+        self._closing = False
+        self._start_lock: asyncio.Lock | None = None
+        self._respawns: set[asyncio.Task[None]] = set()
+        self._runs = 0
+        self._restarts = 0
+        self._errors: Counter[str] = Counter()
+        self._cold_start_ms = 0.0
+        self._runtime: Path | None = None
+
+    # -- configuration of the child processes ------------------------------------------
+    def _read_paths(self) -> list[str]:
+        s = self.settings
+        paths = [str(Path(s.cache_dir).resolve())]
+        if s.wheelhouse:
+            paths.append(str(Path(s.wheelhouse).resolve()))
+        return paths + list(s.allow_read)
+
+    def _net_hosts(self) -> list[str]:
+        s = self.settings
+        hosts = list(s.allow_net)
+        if s.package_index_url and (h := _host_of(s.package_index_url)):
+            hosts.append(h)
+        return hosts
+
+    def command(self, sock: Path) -> list[str]:
+        """argv of one sandbox process (code and data never go on the command line)."""
+        s = self.settings
+        assert self._runtime is not None
+        read = [*self._read_paths(), str(sock)]
+        args = [
+            deno_bin(), "run", "--no-config", "--no-lock", "--node-modules-dir=none",
+            "--cached-only", "--no-prompt", "--quiet", "--unstable-worker-options",
+            f"--allow-read={','.join(read)}",
+            f"--allow-write={','.join([str(sock), *s.allow_write])}",
+            f"--allow-net={','.join(['unix:' + str(sock), *self._net_hosts()])}",
+            f"--v8-flags=--max-old-space-size={int(s.memory_limit_mb)}",
+        ]
+        for flag, values in (("env", s.allow_env), ("run", s.allow_run), ("ffi", s.allow_ffi)):
+            if values:
+                args.append(f"--allow-{flag}={','.join(values)}")
+        return [*args, str(self._runtime / "host.js"), str(sock)]
+
+    def child_env(self) -> dict[str, str]:
+        """Environment of a sandbox process: nothing but Deno's own settings and allow_env."""
+        env = {
+            "DENO_DIR": str(deno_dir(self.settings)),
+            "NO_COLOR": "1",
+            "DENO_NO_UPDATE_CHECK": "1",
+            "HOME": str(self.settings.cache_dir),
+            "PATH": os.environ.get("PATH", ""),
+        }
+        for name in self.settings.allow_env:
+            if name in os.environ:
+                env[name] = os.environ[name]
+        return env
+
+    def worker_config(self) -> dict[str, Any]:
+        """What host.js passes to its workers (permissions, snapshot, wheels, prelude)."""
+        s = self.settings
+
+        def perm(values: list[str]) -> list[str] | bool:
+            return list(values) if values else False
+
+        wheels: list[str] = []
+        if s.wheelhouse and Path(s.wheelhouse).is_dir():
+            wheels = sorted(str(p.resolve()) for p in Path(s.wheelhouse).glob("*.whl"))
+        return {
+            "permissions": {
+                "read": self._read_paths(),
+                "write": perm(list(s.allow_write)),
+                "net": perm(self._net_hosts()),
+                "env": perm(list(s.allow_env)),
+                "run": perm(list(s.allow_run)),
+                "ffi": perm(list(s.allow_ffi)),
+                "sys": False,
+                "import": False,
+            },
+            "snapshotPath": str(snapshot_path(s)),
+            "packageIndexUrl": s.package_index_url,
+            "wheels": wheels,
+            "prelude": prelude_source(),
+            "graceMs": int(s.grace_s * 1000),
+            "maxRunsPerWorker": s.max_runs_per_worker,
+        }
+
+    # -- Runner API ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Install Pyodide if needed (``auto_install``) and boot ``pool_size`` workers.
+
+        Raises :class:`SandboxError` (``not_installed`` / ``worker_crashed``) on failure.
+        """
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._started:
+                return
+            t0 = time.perf_counter()
+            s = self.settings
+            if not is_installed(s):
+                if not s.auto_install:
+                    raise SandboxError(
+                        "not_installed", "Pyodide is not cached; run `coze-lab sandbox install`"
+                    )
+                await asyncio.to_thread(install_pyodide, s)
+            self._runtime = await asyncio.to_thread(write_runtime, s)
+            self.sock_dir = Path(tempfile.mkdtemp(prefix="coze-sbx-"))
+            os.chmod(self.sock_dir, 0o700)
+            self._idle = asyncio.Queue()
+            self._slots = [_Slot(self, i) for i in range(max(1, s.pool_size))]
+            results = await asyncio.gather(
+                *(slot.spawn() for slot in self._slots), return_exceptions=True
+            )
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if failures:
+                for slot in self._slots:
+                    await slot.kill()
+                shutil.rmtree(self.sock_dir, ignore_errors=True)
+                err = failures[0]
+                if isinstance(err, SandboxError):
+                    raise err
+                raise SandboxError("worker_crashed", f"sandbox failed to start: {err!r}")
+            for slot in self._slots:
+                self._idle.put_nowait(slot)
+            self._closing = False
+            self._started = True
+            self._cold_start_ms = (time.perf_counter() - t0) * 1000
+
+    async def run(
+        self,
+        code: str,
+        params: dict[str, Any] | None = None,
+        *,
+        language: str = "python",
+        entry: str | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Run one code node and return its :class:`RunResult` (errors are in ``.error``).
+
+        ``entry=None``: the seed contract, ``main(args)`` with ``args.params``.
+        ``entry="clean"``: ``clean(**params)`` (JavaScript: ``clean(params)``).
+        """
+        t0 = time.perf_counter()
+
+        def fail(kind: str, message: str) -> RunResult:
+            self._errors[kind] += 1
+            return RunResult.failure(kind, message, (time.perf_counter() - t0) * 1000)
+
+        if language not in _LANGS:
+            return fail("invalid_input", f"unknown language {language!r}; use one of {_LANGS}")
+        if entry is not None and not _IDENT.match(entry):
+            return fail("invalid_input", f"entry must be an identifier, got {entry!r}")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return fail("invalid_input", "params must be a JSON object")
+        try:
+            params_json = json.dumps(params, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return fail("invalid_input", f"params are not JSON: {exc}")
+        if not self._started:
+            try:
+                await self.start()
+            except SandboxError as exc:
+                return fail(exc.type, exc.message)
+        timeout = float(timeout if timeout is not None else self.settings.timeout_s)
+        assert self._idle is not None
+        slot = await self._idle.get()
+        slot.busy = True
+        kill_reason: str | None = None
+        try:
+            reply, output, kill_reason = await slot.execute(
+                code, params_json, language, entry, timeout
+            )
+        finally:
+            slot.busy = False
+            self._runs += 1
+            if kill_reason or not slot.alive:
+                self._respawn(slot)
+            else:
+                self._idle.put_nowait(slot)
+        duration = (time.perf_counter() - t0) * 1000
+        error = None
+        if reply.get("error"):
+            e = reply["error"]
+            error = SandboxError(str(e.get("type", "worker_crashed")), str(e.get("message", "")))
+            self._errors[error.type] += 1
+            output = None
+        elif not isinstance(output, dict):
+            error = SandboxError("invalid_result", "the code node returned no object")
+            output = None
+        return RunResult(
+            output=output,
+            stdout=reply.get("stdout", "") or "",
+            stderr=reply.get("stderr", "") or "",
+            error=error,
+            duration_ms=duration,
+            meta={"recycled": reply.get("recycled"), "killed": kill_reason},
+        )
+
+    def _respawn(self, slot: _Slot) -> None:
+        if self._closing:
+            return
+        self._restarts += 1
+
+        async def go() -> None:
+            await slot.kill()
+            delay = 0.0
+            while not self._closing:
+                try:
+                    await slot.spawn()
+                except (SandboxError, OSError):
+                    delay = min(5.0, delay * 2 or 0.2)
+                    await asyncio.sleep(delay)
+                    continue
+                if self._closing:
+                    await slot.kill()
+                    return
+                assert self._idle is not None
+                self._idle.put_nowait(slot)
+                return
+
+        task = asyncio.create_task(go())
+        self._respawns.add(task)
+        task.add_done_callback(self._respawns.discard)
+
+    def count_restarts(self, n: int) -> None:
+        """Interpreter replacements done inside a process (reported by host.js)."""
+        self._restarts += n
+
+    async def close(self) -> None:
+        """Kill every sandbox process; the pool can be started again afterwards."""
+        self._closing = True
+        for task in list(self._respawns):
+            task.cancel()
+        for slot in self._slots:
+            await slot.kill()
+        self._slots = []
+        self._started = False
+        if self.sock_dir != Path("."):
+            shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    def health(self) -> dict[str, Any]:
+        """Pool status for the server's health endpoint (cheap, never blocks).
+
+        Example:
+            >>> WorkerPool(SandboxSettings(cache_dir=Path("/nonexistent"))).health()["started"]
+            False
+        """
+        s = self.settings
+        return {
+            "installed": is_installed(s),
+            "started": self._started,
+            "pool_size": s.pool_size,
+            "workers": sum(1 for sl in self._slots if sl.alive),
+            "busy": sum(1 for sl in self._slots if sl.busy),
+            "runs": self._runs,
+            "restarts": self._restarts,
+            "errors": dict(self._errors),
+            "cold_start_ms": round(self._cold_start_ms, 1),
+            "pyodide_version": s.pyodide_version,
+        }
+
+    async def __aenter__(self) -> WorkerPool:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+__all__ = ["Runner", "WorkerPool", "runtime_dir"]

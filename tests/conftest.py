@@ -1,0 +1,81 @@
+"""Fixtures shared by the whole suite.
+
+Storage tests run on SQLite always and on PostgreSQL too when
+``COZE_LAB_TEST_DATABASE_URL`` is set (CI sets it); each PostgreSQL test gets its own
+schema, dropped afterwards. A configured server that cannot be reached fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from coze_lab.config import CozeLab
+from coze_lab.runtime import Runtime
+from coze_lab.store import sqlite_url
+from tests.support import FakeClock, ServerProcess
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+PG_URL = os.environ.get("COZE_LAB_TEST_DATABASE_URL", "")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database on each backend under test."""
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path / "db" / "coze_lab.db")
+        return
+    schema = "t_" + secrets.token_hex(6)
+    admin = create_engine(PG_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f'create schema "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'drop schema "{schema}" cascade'))
+        admin.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def config(tmp_path: Path, db_url: str) -> CozeLab:
+    return CozeLab(data_dir=str(tmp_path / "data"), database_url=db_url)
+
+
+@pytest.fixture
+def runtime(config: CozeLab, clock: FakeClock) -> Iterator[Runtime]:
+    rt = Runtime(config, clock=clock)
+    rt.start()
+    yield rt
+    rt.db.dispose()
+
+
+@pytest.fixture
+def server(tmp_path: Path, db_url: str) -> Iterator[ServerProcess]:
+    """A real ``coze-lab serve`` subprocess on a free loopback port."""
+    process = ServerProcess(tmp_path / "server-data", db_url).start()
+    yield process
+    process.stop()
+
+
+# ---- pytest-jupyter: the extension inside a real jupyter_server --------------------------
+@pytest.fixture
+def jp_server_config(tmp_path: Path, db_url: str) -> dict:
+    return {
+        "ServerApp": {"jpserver_extensions": {"coze_lab": True}},
+        "CozeLab": {"data_dir": str(tmp_path / "jp-data"), "database_url": db_url},
+    }

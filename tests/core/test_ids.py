@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.ids import new_id, parse_id
+
+
+def test_ids_are_19_digit_increasing_and_unique() -> None:
+    ids = [new_id() for _ in range(5000)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert all(len(str(i)) == 19 and str(i).startswith("7") for i in ids)
+    assert max(ids) < 2**63
+
+
+@pytest.mark.parametrize("raw", ["", "abc", "-1", "0", "1.5", "9" * 20, True, None, "１２"])
+def test_bad_ids_are_invalid_parameters(raw: object) -> None:
+    with pytest.raises(InvalidParameter):
+        parse_id(raw)
+
+
+def test_ids_parse_from_strings_and_ints() -> None:
+    assert parse_id("7091990206871050740") == 7091990206871050740
+    assert parse_id(12) == 12
