@@ -6,6 +6,7 @@ matching ``COZE_LAB_*`` environment variable, or a ``coze-lab`` command-line fla
 
 from __future__ import annotations
 
+import getpass
 import os
 from pathlib import Path
 
@@ -37,6 +38,10 @@ class CozeLab(Configurable):
     )
     database_url = Unicode(
         help="SQLAlchemy URL; SQLite in data_dir unless set (COZE_LAB_DATABASE_URL)."
+    ).tag(config=True)
+    local_user = Unicode(
+        help="User name for a plain single-user Jupyter server, whose anonymous identities "
+        "change per session (default: the OS user). JupyterHub names are used as they are."
     ).tag(config=True)
     auto_migrate = Bool(True, help="Upgrade the database schema on start.").tag(config=True)
     max_upload_bytes = Int(100 * MiB, help="Largest file accepted by /v1/files/upload.").tag(
@@ -72,6 +77,10 @@ class CozeLab(Configurable):
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(default_data_dir())
+
+    @default("local_user")
+    def _default_local_user(self) -> str:
+        return getpass.getuser()
 
     @default("database_url")
     def _default_database_url(self) -> str:

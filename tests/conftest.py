@@ -77,5 +77,9 @@ def server(tmp_path: Path, db_url: str) -> Iterator[ServerProcess]:
 def jp_server_config(tmp_path: Path, db_url: str) -> dict:
     return {
         "ServerApp": {"jpserver_extensions": {"coze_lab": True}},
-        "CozeLab": {"data_dir": str(tmp_path / "jp-data"), "database_url": db_url},
+        "CozeLab": {
+            "data_dir": str(tmp_path / "jp-data"),
+            "database_url": db_url,
+            "local_user": "lab-owner",
+        },
     }

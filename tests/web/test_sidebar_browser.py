@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -142,8 +142,7 @@ def browser() -> Iterator[Browser]:
     # Function scope on purpose: sync Playwright keeps its event loop running while it
     # is open, and pytest-jupyter's autouse per-test loop fixture would try to close it.
     assert Path(CHROMIUM).exists(), (
-        f"Chromium not found at {CHROMIUM}: apt-get install -y chromium "
-        "(or set COZE_LAB_CHROMIUM)"
+        f"Chromium not found at {CHROMIUM}: apt-get install -y chromium (or set COZE_LAB_CHROMIUM)"
     )
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(
@@ -175,7 +174,9 @@ def open_lab(page: Page, lab: Lab) -> None:
     names = [ext.get("name") for ext in config.get("federated_extensions", [])]
     assert "coze-lab" in names, (
         f"the coze-lab lab extension is not installed (federated extensions: {names}); "
-        "build it with `jlpm --cwd labextension build` or pip install the project"
+        "pip install the project, or for a dev install run "
+        "`cd labextension && ../.venv/bin/jlpm build` and "
+        "`.venv/bin/jupyter-builder develop --overwrite .`"
     )
     tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="coze-lab-sidebar"]')
     expect(tab, "the Coze Lab tab in the left sidebar").to_be_visible(timeout=UI_TIMEOUT_MS)
@@ -237,7 +238,7 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
 def test_sidebar_shows_api_error(page: Page, lab: Lab) -> None:
     """A non-zero Coze code is shown in the error box, with its msg."""
 
-    def fail(route):  # type: ignore[no-untyped-def]
+    def fail(route: Route) -> None:
         route.fulfill(
             status=200,
             content_type="application/json",

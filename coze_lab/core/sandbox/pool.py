@@ -102,7 +102,6 @@ class _Slot:
         self.alive = False
         self.busy = False
         self.boot_ms = 0.0
-        self.host_restarts = 0
         self._fut: asyncio.Future[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stderr_tail = b""
@@ -162,7 +161,6 @@ class _Slot:
                 + str(msg.get("message") or self._stderr_text() or "no reply"),
             )
         self.boot_ms = float(msg.get("boot_ms", 0.0))
-        self.host_restarts = 0
         self.alive = True
         self._tasks.append(asyncio.create_task(self._read_loop(self.reader, self.proc)))
 
@@ -206,6 +204,9 @@ class _Slot:
                 if not line:
                     break
                 msg = json.loads(line)
+                if msg.get("op") == "recycled":
+                    self.pool.count_restarts(1, str(msg.get("reason", "")))
+                    continue
                 if msg.get("op") == "result" and self._fut is not None and not self._fut.done():
                     if msg.get("id") == self._next_id:
                         self._fut.set_result((msg, msg.get("output")))
@@ -277,9 +278,6 @@ class _Slot:
             kill_reason = "crashed"
         elif _rss_mb(pid) > s.memory_limit_mb * s.recycle_rss_fraction:
             kill_reason = "bloated"  # wasm memory never shrinks: start afresh
-        restarts = int(reply.get("restarts", self.host_restarts))
-        self.pool.count_restarts(max(0, restarts - self.host_restarts))
-        self.host_restarts = restarts
         return reply, output, kill_reason
 
 
@@ -309,6 +307,9 @@ class WorkerPool:
         self._respawns: set[asyncio.Task[None]] = set()
         self._runs = 0
         self._restarts = 0
+        self._process_restarts = 0
+        self._interpreter_restarts = 0
+        self._last_restart_reason: str | None = None
         self._errors: Counter[str] = Counter()
         self._cold_start_ms = 0.0
         self._runtime: Path | None = None
@@ -500,13 +501,17 @@ class WorkerPool:
             stderr=reply.get("stderr", "") or "",
             error=error,
             duration_ms=duration,
-            meta={"recycled": reply.get("recycled"), "killed": kill_reason},
+            meta={
+                "killed": kill_reason,
+                "timing": reply.get("timing"),
+            },
         )
 
     def _respawn(self, slot: _Slot) -> None:
         if self._closing:
             return
         self._restarts += 1
+        self._process_restarts += 1
 
         async def go() -> None:
             await slot.kill()
@@ -529,9 +534,11 @@ class WorkerPool:
         self._respawns.add(task)
         task.add_done_callback(self._respawns.discard)
 
-    def count_restarts(self, n: int) -> None:
+    def count_restarts(self, n: int, reason: str) -> None:
         """Interpreter replacements done inside a process (reported by host.js)."""
         self._restarts += n
+        self._interpreter_restarts += n
+        self._last_restart_reason = reason
 
     async def close(self) -> None:
         """Kill every sandbox process; the pool can be started again afterwards."""
@@ -561,8 +568,14 @@ class WorkerPool:
             "busy": sum(1 for sl in self._slots if sl.busy),
             "runs": self._runs,
             "restarts": self._restarts,
+            "process_restarts": self._process_restarts,
+            "interpreter_restarts": self._interpreter_restarts,
+            "last_restart_reason": self._last_restart_reason,
             "errors": dict(self._errors),
             "cold_start_ms": round(self._cold_start_ms, 1),
+            "rss_mb": [
+                round(_rss_mb(sl.proc.pid), 1) for sl in self._slots if sl.alive and sl.proc
+            ],
             "pyodide_version": s.pyodide_version,
         }
 

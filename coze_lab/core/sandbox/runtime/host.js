@@ -46,6 +46,7 @@ function spawnPy() {
       if (m.type === "ready") { state.booted = true; resolve(m.boot_ms); }
       else if (m.type === "boot_error") reject(new Error(m.message));
       else if (m.type === "result") onPyResult(state, m);
+      else if (m.type === "idle") onPyIdle(state, m);
       else if (m.type === "closing") pyDied(state, "the interpreter closed itself");
     };
   });
@@ -69,6 +70,7 @@ function recyclePy(reason) {
   const old = py;
   if (old) { old.dead = true; try { old.worker.terminate(); } catch (_e) { /* gone */ } }
   restarts += 1;
+  if (old) send({ op: "recycled", reason: String(reason).slice(0, 300), restarts });
   py = spawnPy();
   py.reason = reason;
 }
@@ -86,26 +88,39 @@ function pyDied(state, why) {
 function onPyResult(state, m) {
   if (state !== py || !pyJob || m.id !== pyJob.id) return;
   state.runs += 1;
+  state.idle = new Promise((resolve) => { state.idleResolve = resolve; });
   const r = m.res;
+  const base = { op: "result", id: m.id, ok: !!r.ok, stdout: m.stdout, stderr: m.stderr,
+    error: r.ok ? null : r.error, timing: m.timing };
+  if (r.fatal) pyDiedAfter(state, "fatal error");
+  if (r.ok) finishPy(base, JSON.stringify(r.output));
+  else finishPy(base);
+}
+
+// The worker reports after undoing the run's side effects; a tainted one is replaced.
+function onPyIdle(state, m) {
+  if (state !== py) return;
   let taint = m.taint;
   if (!taint && cfg.maxRunsPerWorker > 0 && state.runs >= cfg.maxRunsPerWorker) taint = "max runs";
-  const base = { op: "result", id: m.id, ok: !!r.ok, stdout: m.stdout, stderr: m.stderr,
-    error: r.ok ? null : r.error, recycled: taint || null };
   if (taint) recyclePy(taint);
-  if (r.ok) {
-    // r.output is already a parsed object; re-serialise (cheap) to keep the wire simple
-    finishPy(base, JSON.stringify(r.output));
-  } else finishPy(base);
+  if (state.idleResolve) state.idleResolve();
+}
+
+function pyDiedAfter(state, why) {
+  if (state !== py) return;
+  recyclePy(why);
 }
 
 async function runPython(job) {
   let bootError = null;
+  if (py.idle) await py.idle;
   for (let attempt = 0; attempt < 2; attempt++) {
     try { await py.ready; bootError = null; break; } catch (e) { bootError = e; recyclePy("boot failed"); }
   }
   if (bootError) return [{ op: "result", id: job.id, ok: false, stdout: "", stderr: "",
     error: { type: "worker_crashed", message: "Python worker failed to start: " + bootError.message } }];
   const state = py;
+  state.idle = null;
   return await new Promise((resolve) => {
     pyJob = { id: job.id, timers: [], resolve };
     Atomics.store(state.ia, 0, 0);
@@ -179,8 +194,10 @@ async function handle(msg) {
       await send({ op: "boot_error", message: String(e.message || e) });
     }
   } else if (msg.op === "run") {
+    const t0 = performance.now();
     const [reply, raw] = msg.lang === "javascript" ? await runJs(msg) : await runPython(msg);
     reply.restarts = restarts;
+    reply.timing = { ...(reply.timing || {}), host_ms: performance.now() - t0 };
     await send(reply, raw);
   } else if (msg.op === "ping") {
     await send({ op: "pong", restarts });

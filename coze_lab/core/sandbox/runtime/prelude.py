@@ -9,6 +9,8 @@ import json
 import os
 import sys
 import traceback
+from operator import is_ as _is
+from types import ModuleType as _Module
 
 _SKIP = {"/dev", "/proc", "/sys"}
 _state = {}
@@ -50,24 +52,46 @@ def _fs():
 
 
 def _mods():
+    # values are kept (not ids: id() is slow here) and compared by identity.
+    # JsProxy "modules" (js, pyodide_js) are skipped: listing them walks the JS realm.
     return {
-        name: (id(m), tuple(map(id, vars(m).values())) if hasattr(m, "__dict__") else ())
+        name: (m, tuple(m.__dict__.values()) if issubclass(type(m), _Module) else ())
         for name, m in list(sys.modules.items())
     }
 
 
+def _mods_changed(base, now):
+    changed = []
+    for name, (mod, vals) in base.items():
+        cur = now.get(name)
+        if (
+            cur is None
+            or cur[0] is not mod
+            or len(cur[1]) != len(vals)
+            or not all(map(_is, cur[1], vals))
+        ):
+            changed.append(name)
+    return changed
+
+
 def _misc():
-    return (
-        tuple(map(id, sys.path)), tuple(sys.path), tuple(map(id, sys.meta_path)),
-        tuple(map(id, sys.path_hooks)), tuple(map(id, gc.callbacks)),
-        tuple(map(id, __import__("warnings").filters)),
-    )
+    import warnings
+
+    return (sys.path, sys.meta_path, sys.path_hooks, gc.callbacks, warnings.filters)
+
+
+def _misc_changed(base):
+    now = _misc()
+    return any(
+        len(a) != len(b) or not all(map(_is, a, b)) for a, b in zip(now, base)
+    ) or tuple(sys.path) != _state["path"]
 
 
 def baseline():
     _state["fs"] = _fs()
     _state["mods"] = _mods()
-    _state["misc"] = _misc()
+    _state["misc"] = tuple(tuple(x) for x in _misc())
+    _state["path"] = tuple(sys.path)
     _state["env"] = dict(os.environ)
     _state["cwd"] = os.getcwd()
     _state["reclimit"] = sys.getrecursionlimit()
@@ -160,11 +184,10 @@ def cleanup():
             except Exception:  # noqa: BLE001
                 pass
     sys.path_importer_cache.clear()
-    now = _mods()
-    if now != base:
-        changed = sorted(n for n in base if now.get(n) != base[n])
-        reasons.append("modules modified: " + ", ".join(changed[:5]))
-    if _misc() != _state["misc"]:
+    changed = _mods_changed(base, _mods())
+    if changed:
+        reasons.append("modules modified: " + ", ".join(sorted(changed)[:5]))
+    if _misc_changed(_state["misc"]):
         reasons.append("sys.path/meta_path/warnings/gc hooks modified")
     # in-memory file system: new files are removed, changed ones taint the interpreter
     fs = _fs()
@@ -183,5 +206,4 @@ def cleanup():
         modified = [p for p in modified if p not in fs or not os.path.isdir(p)]
         if modified:
             reasons.append("files modified: " + ", ".join(modified[:3]))
-    gc.collect()
     return "; ".join(reasons) or None

@@ -45,30 +45,25 @@ globalThis.clearInterval = (id) => { liveTimers.delete(id); return rawClearInter
 const WATCHED = () => [globalThis, Object.prototype, Array.prototype, Function.prototype,
   String.prototype, Promise.prototype, console, JSON, Math, Reflect, Deno];
 function realmFingerprint() {
-  const out = [];
-  for (const obj of WATCHED()) {
-    const keys = Reflect.ownKeys(obj);
-    const vals = [];
-    for (const k of keys) {
+  // Deno hands npm code (Pyodide) and plain code different global objects and redefines
+  // some lazily, so keys are compared as sets and only non-function data values by identity.
+  return WATCHED().map((obj) => {
+    const m = new Map();
+    for (const k of Reflect.ownKeys(obj)) {
       const d = Object.getOwnPropertyDescriptor(obj, k);
-      // Deno hands npm code (Pyodide) and plain code different global function objects,
-      // so only keys and non-function values are compared.
       const v = d && "value" in d ? d.value : undefined;
-      vals.push(!d || !("value" in d) || typeof v === "function" ? "fn" : v);
+      m.set(k, !d || !("value" in d) || typeof v === "function" ? "fn" : v);
     }
-    out.push([keys, vals]);
-  }
-  return out;
+    return m;
+  });
 }
 function fingerprintDiff(a, b) {
   const names = ["globalThis", "Object.prototype", "Array.prototype", "Function.prototype",
     "String.prototype", "Promise.prototype", "console", "JSON", "Math", "Reflect", "Deno"];
   for (let i = 0; i < a.length; i++) {
-    const [ka, va] = a[i], [kb, vb] = b[i];
-    if (ka.length !== kb.length) return `JS ${names[i]} properties added/removed`;
-    for (let j = 0; j < ka.length; j++) {
-      if (i === 0 && ka[j] === "queueMicrotask") continue; // swapped by Deno's node compat
-      if (ka[j] !== kb[j] || !Object.is(va[j], vb[j])) return `JS ${names[i]}.${String(ka[j])} modified`;
+    if (a[i].size !== b[i].size) return `JS ${names[i]} properties added/removed`;
+    for (const [k, v] of a[i]) {
+      if (!b[i].has(k) || !Object.is(b[i].get(k), v)) return `JS ${names[i]}.${String(k)} modified`;
     }
   }
   return null;
@@ -134,6 +129,7 @@ async function boot(init) {
     const job = ev.data;
     out = { stdout: [], stderr: [], used: 0, max: job.maxOutput, overflow: false };
     liveTimers.clear();
+    const t0 = performance.now();
     let res;
     try {
       if (cfg.packageIndexUrl) {
@@ -151,15 +147,19 @@ async function boot(init) {
       res = { ok: false, error: { type: "output_too_large",
         message: `stdout/stderr exceeded ${job.maxOutput} bytes` } };
     }
+    const t1 = performance.now();
+    const stdout = join(out.stdout), stderr = join(out.stderr);
+    out = null;
+    // reply first; undo the run's side effects before the next job is accepted
+    port.postMessage({ type: "result", id: job.id, res, stdout, stderr,
+      timing: { run_ms: t1 - t0 } });
     let taint = res.fatal ? "fatal" : null;
     if (!taint) {
       try { taint = pyCleanup() ?? null; } catch (err) { taint = "cleanup failed: " + err; }
     }
     if (!taint && liveTimers.size) taint = `${liveTimers.size} JS timer(s) left running`;
     if (!taint) taint = fingerprintDiff(baseRealm, realmFingerprint());
-    const stdout = join(out.stdout), stderr = join(out.stderr);
-    out = null;
-    port.postMessage({ type: "result", id: job.id, res, stdout, stderr, taint });
+    port.postMessage({ type: "idle", id: job.id, taint, cleanup_ms: performance.now() - t1 });
   };
   port.postMessage({ type: "ready", boot_ms: performance.now() - t0 });
 }

@@ -1,0 +1,73 @@
+"""``coze-lab`` as a subprocess: the token is the last stdout line, errors exit non-zero."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coze_lab.config import CozeLab
+from coze_lab.runtime import Runtime
+from coze_lab.store.migrate import head_revision
+from tests.support import run_cli
+
+
+@pytest.fixture
+def cli_args(tmp_path: Path, db_url: str) -> list[str]:
+    return ["--data-dir", str(tmp_path / "cli-data"), "--database-url", db_url]
+
+
+def runtime_for(tmp_path: Path, db_url: str) -> Runtime:
+    return Runtime(CozeLab(data_dir=str(tmp_path / "cli-data"), database_url=db_url))
+
+
+def test_db_upgrade_and_current(cli_args) -> None:
+    assert run_cli(*cli_args, "db", "current").stdout.strip() == "none"
+    upgraded = run_cli(*cli_args, "db", "upgrade")
+    assert upgraded.returncode == 0 and upgraded.stdout.strip() == head_revision()
+    assert run_cli(*cli_args, "db", "current").stdout.strip() == head_revision()
+
+
+def test_pat_create_prints_the_token_last(cli_args, tmp_path, db_url) -> None:
+    result = run_cli(*cli_args, "pat", "create", "--user", "alice", "--name", "ci",
+                     "--expires-in-days", "30", "--scope", "files", "--scope", "chat")
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.strip().splitlines()[-1]
+    assert token.startswith("pat_") and len(token) == 47
+    assert token not in result.stderr
+    runtime = runtime_for(tmp_path, db_url)
+    principal = runtime.tokens.authenticate(token)
+    assert principal.scopes == frozenset({"chat", "files"})
+    assert runtime.identity.get_user(principal.user_id).name == "alice"
+    runtime.db.dispose()
+
+
+def test_pat_list_and_revoke(cli_args, tmp_path, db_url) -> None:
+    token = run_cli(*cli_args, "pat", "create", "--user", "alice", "--name", "laptop").stdout
+    token = token.strip().splitlines()[-1]
+    runtime = runtime_for(tmp_path, db_url)
+    token_id = str(runtime.tokens.authenticate(token).token_id)
+    listing = run_cli(*cli_args, "pat", "list", "--user", "alice")
+    assert token_id in listing.stdout and "laptop" in listing.stdout and "active" in listing.stdout
+    assert token[4:] not in listing.stdout
+    assert run_cli(*cli_args, "pat", "revoke", "--user", "bob", token_id).returncode == 2
+    assert run_cli(*cli_args, "pat", "revoke", "--user", "alice", token_id).returncode == 0
+    assert "revoked" in run_cli(*cli_args, "pat", "list", "--user", "alice").stdout
+    runtime.db.dispose()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pat", "create", "--user", "alice", "--name", "x", "--expires-in-days", "0"],
+        ["pat", "create", "--user", "alice", "--name", "x", "--scope", "admin"],
+        ["pat", "create", "--user", "alice"],
+        ["pat", "revoke", "--user", "alice", "abc"],
+        ["nonsense"],
+    ],
+)
+def test_bad_arguments_fail_clearly(cli_args, argv) -> None:
+    result = run_cli(*cli_args, *argv)
+    assert result.returncode != 0
+    assert result.stderr.strip()
+    assert "Traceback" not in result.stderr
