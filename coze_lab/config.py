@@ -51,9 +51,7 @@ class CozeLab(Configurable):
 
     sandbox_pool_size = Int(2, help="Warm Deno + Pyodide workers.").tag(config=True)
     sandbox_timeout = Int(10, help="Seconds a code node may run.").tag(config=True)
-    sandbox_memory_limit_mb = Int(1024, help="RSS ceiling of a sandbox worker.").tag(
-        config=True
-    )
+    sandbox_memory_limit_mb = Int(1024, help="RSS ceiling of a sandbox worker.").tag(config=True)
     sandbox_max_output_bytes = Int(1_000_000, help="Cap on captured stdout/stderr.").tag(
         config=True
     )
@@ -70,9 +68,7 @@ class CozeLab(Configurable):
     sandbox_wheelhouse = Unicode(help="Folder of pure-Python wheels code nodes may import.").tag(
         config=True
     )
-    sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(
-        config=True
-    )
+    sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(config=True)
 
     @default("data_dir")
     def _default_data_dir(self) -> str:

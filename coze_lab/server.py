@@ -10,7 +10,7 @@ import socket
 from tornado import httpserver, web
 
 from coze_lab._version import __version__
-from coze_lab.config import MiB, CozeLab
+from coze_lab.config import CozeLab, MiB
 from coze_lab.runtime import Runtime
 from coze_lab.web.base import RUNTIME_KEY
 from coze_lab.web.routes import standalone_not_found, standalone_routes
@@ -32,14 +32,13 @@ async def serve(config: CozeLab, *, host: str = "127.0.0.1", port: int = 8765) -
     runtime = Runtime(config)
     runtime.start()
     app = make_app(runtime)
-    server = httpserver.HTTPServer(
-        app, max_body_size=config.max_upload_bytes + MiB, xheaders=True
-    )
+    server = httpserver.HTTPServer(app, max_body_size=config.max_upload_bytes + MiB, xheaders=True)
     sockets = _bind(host, port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    log.info("coze_lab %s serving on http://%s:%s (%s)", __version__, host, bound,
-             runtime.db.dialect)
+    log.info(
+        "coze_lab %s serving on http://%s:%s (%s)", __version__, host, bound, runtime.db.dialect
+    )
     print(f"coze-lab {__version__} listening on http://{host}:{bound}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -57,8 +57,14 @@ class ServerProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             coze_lab_command(
-                "--data-dir", str(self.data_dir), "--database-url", self.database_url,
-                *self.extra, "serve", "--port", "0",
+                "--data-dir",
+                str(self.data_dir),
+                "--database-url",
+                self.database_url,
+                *self.extra,
+                "serve",
+                "--port",
+                "0",
             ),
             stdout=log,
             stderr=subprocess.STDOUT,

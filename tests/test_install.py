@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,14 +13,17 @@ import pytest
 from tests.support import ROOT
 
 pytestmark = pytest.mark.slow
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def run(*cmd: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     result = subprocess.run(
         [str(c) for c in cmd], capture_output=True, text=True, env=env, cwd=cwd, timeout=1200
     )
-    assert result.returncode == 0, f"{cmd} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return result.stdout + result.stderr
+    assert result.returncode == 0, (
+        f"{cmd} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    )
+    return ANSI.sub("", result.stdout + result.stderr)
 
 
 def test_fresh_clone_installs_with_both_extensions_enabled(tmp_path: Path) -> None:
@@ -43,9 +47,13 @@ def test_fresh_clone_installs_with_both_extensions_enabled(tmp_path: Path) -> No
     lab = run(venv / "bin" / "jupyter", "labextension", "list", env=env)
     assert "coze-lab v0.1.0 enabled OK" in lab, lab
 
-    site = run(venv / "bin" / "python", "-c",
-               "import coze_lab, pathlib; print(pathlib.Path(coze_lab.__file__).parent)",
-               env=env, cwd=tmp_path).strip()
+    site = run(
+        venv / "bin" / "python",
+        "-c",
+        "import coze_lab, pathlib; print(pathlib.Path(coze_lab.__file__).parent)",
+        env=env,
+        cwd=tmp_path,
+    ).strip()
     assert str(venv) in site  # the installed copy, not the source tree
     version = run(venv / "bin" / "coze-lab", "--version", env=env)
     assert "0.1.0" in version

@@ -18,10 +18,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.add_argument("--user", required=True, help="owner (created if new)")
     create.add_argument("--name", required=True, help="what the token is for")
     create.add_argument("--expires-in-days", type=int, help="1..3650; default: never expires")
-    create.add_argument("--scope", action="append", choices=sorted(SCOPES), dest="scopes",
-                        help="limit the token (repeatable); default: every scope")
-    create.add_argument("--connector", choices=sorted(CONNECTORS),
-                        help="bind the token to a connector (1024 API, 999 Web SDK)")
+    create.add_argument(
+        "--scope",
+        action="append",
+        choices=sorted(SCOPES),
+        dest="scopes",
+        help="limit the token (repeatable); default: every scope",
+    )
+    create.add_argument(
+        "--connector",
+        choices=sorted(CONNECTORS),
+        help="bind the token to a connector (1024 API, 999 Web SDK)",
+    )
     create.set_defaults(func=create_token)
 
     listing = sub.add_parser("list", help="list a user's tokens")
@@ -61,8 +69,10 @@ def list_tokens(args: argparse.Namespace) -> int:
         print(f"{'id':<20} {'name':<24} {'hint':<10} {'status':<8} expires_at  scopes")
         for info in runtime.tokens.list(user.id):
             scopes = ",".join(info.scopes) if info.scopes else "*"
-            print(f"{info.id:<20} {info.name[:24]:<24} {info.hint:<10} {info.status(now):<8} "
-                  f"{to_unix(info.expires_at) or '-'!s:<11} {scopes}")
+            print(
+                f"{info.id:<20} {info.name[:24]:<24} {info.hint:<10} {info.status(now):<8} "
+                f"{to_unix(info.expires_at) or '-'!s:<11} {scopes}"
+            )
     finally:
         runtime.db.dispose()
     return 0

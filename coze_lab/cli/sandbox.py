@@ -101,8 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     """Print whether Pyodide is cached."""
     settings = _settings(args)
-    info = {"installed": is_installed(settings), "cache_dir": str(settings.cache_dir),
-            "pyodide_version": settings.pyodide_version}
+    info = {
+        "installed": is_installed(settings),
+        "cache_dir": str(settings.cache_dir),
+        "pyodide_version": settings.pyodide_version,
+    }
     print(json.dumps(info, indent=2))
     return 0 if info["installed"] else 1
 
@@ -119,8 +122,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     pr.add_argument("--params", default=None, help="node inputs as a JSON object")
     pr.add_argument("--timeout", type=float, default=None, help="wall-clock limit in seconds")
     pr.add_argument("--language", choices=("python", "javascript"), default=None)
-    pr.add_argument("--entry", default=None,
-                    help="call this function with the params as keyword arguments")
+    pr.add_argument(
+        "--entry", default=None, help="call this function with the params as keyword arguments"
+    )
     pr.add_argument("--compact", action="store_true", help="one-line JSON")
     pr.set_defaults(func=cmd_run)
     ps = sub.add_parser("status", help="is Pyodide cached?")

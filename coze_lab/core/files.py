@@ -144,9 +144,7 @@ class FileStore:
         'text/plain'
     """
 
-    def __init__(
-        self, db: Database, root: Path, *, max_bytes: int, clock: Clock = utcnow
-    ) -> None:
+    def __init__(self, db: Database, root: Path, *, max_bytes: int, clock: Clock = utcnow) -> None:
         self.db = db
         self.root = root
         self.max_bytes = max_bytes

@@ -141,7 +141,10 @@ class TokenService:
             return _info(row)
 
     def authenticate(self, raw: str | None) -> Principal:
-        """The principal behind ``raw``; Unauthenticated when missing, unknown, expired or revoked."""
+        """The principal behind ``raw``.
+
+        Raises Unauthenticated when the token is missing, malformed, unknown, expired or revoked.
+        """
         if not raw:
             raise Unauthenticated("missing personal access token")
         if not _TOKEN_SHAPE.match(raw):

@@ -125,7 +125,9 @@ class CozeHandler(web.RequestHandler):
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, CozeLabError) and value.status < 500:
-            log.info("%s %s -> %s %s", self.request.method, self.request.path, value.code, value.msg)
+            log.info(
+                "%s %s -> %s %s", self.request.method, self.request.path, value.code, value.msg
+            )
             return
         if isinstance(value, web.HTTPError) and value.status_code < 500:
             return

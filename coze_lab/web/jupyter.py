@@ -6,7 +6,6 @@ from typing import Any
 
 from jupyter_server.auth.identity import IdentityProvider, PasswordIdentityProvider
 from jupyter_server.base.handlers import APIHandler
-from tornado import web
 
 from coze_lab.core.errors import PermissionDenied, Unauthenticated
 from coze_lab.core.identity import UserInfo

@@ -24,9 +24,7 @@ class MultipartFileReader:
         >>> upload = reader.finish()                                              # doctest: +SKIP
     """
 
-    def __init__(
-        self, content_type: str, field: str, open_sink: Callable[[str], FileSink]
-    ) -> None:
+    def __init__(self, content_type: str, field: str, open_sink: Callable[[str], FileSink]) -> None:
         kind, options = parse_options_header(content_type)
         boundary = options.get(b"boundary")
         if kind != b"multipart/form-data" or not boundary:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +52,10 @@ _TOKEN = {
         "id": _ID,
         "name": {"type": "string"},
         "hint": {"type": "string"},
-        "scopes": {"type": ["array", "null"], "items": {"enum": ["chat", "workflow", "files", "bots"]}},
+        "scopes": {
+            "type": ["array", "null"],
+            "items": {"enum": ["chat", "workflow", "files", "bots"]},
+        },
         "connector_id": {"type": ["string", "null"]},
         "created_at": {"type": "integer"},
         "expires_at": {"type": ["integer", "null"]},
@@ -72,28 +76,76 @@ _USER = {
 }
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("post", "/v1/files/upload", "Upload a file (multipart field `file`)", "files",
-              data=_FILE, multipart=True, scope="files"),
-    Operation("get", "/v1/files/retrieve", "Describe an uploaded file", "files", data=_FILE,
-              query=(("file_id", "string", True),), scope="files"),
-    Operation("get", "/v1/workspaces", "The caller's workspaces (space_id)", "workspaces",
-              data={"type": "object", "properties": {
-                  "workspaces": {"type": "array", "items": _WORKSPACE},
-                  "total_count": {"type": "integer"}}},
-              query=(("page_num", "integer", False), ("page_size", "integer", False))),
-    Operation("get", "/coze_lab/api/health", "Version, user, database and sandbox health",
-              "studio"),
+    Operation(
+        "post",
+        "/v1/files/upload",
+        "Upload a file (multipart field `file`)",
+        "files",
+        data=_FILE,
+        multipart=True,
+        scope="files",
+    ),
+    Operation(
+        "get",
+        "/v1/files/retrieve",
+        "Describe an uploaded file",
+        "files",
+        data=_FILE,
+        query=(("file_id", "string", True),),
+        scope="files",
+    ),
+    Operation(
+        "get",
+        "/v1/workspaces",
+        "The caller's workspaces (space_id)",
+        "workspaces",
+        data={
+            "type": "object",
+            "properties": {
+                "workspaces": {"type": "array", "items": _WORKSPACE},
+                "total_count": {"type": "integer"},
+            },
+        },
+        query=(("page_num", "integer", False), ("page_size", "integer", False)),
+    ),
+    Operation(
+        "get", "/coze_lab/api/health", "Version, user, database and sandbox health", "studio"
+    ),
     Operation("get", "/coze_lab/api/me", "The current user", "studio", data=_USER),
-    Operation("get", "/coze_lab/api/tokens", "List personal access tokens", "studio",
-              data={"type": "object", "properties": {"tokens": {"type": "array", "items": _TOKEN}}}),
-    Operation("post", "/coze_lab/api/tokens", "Create a personal access token", "studio",
-              data=_TOKEN, body={"type": "object", "required": ["name"], "properties": {
-                  "name": {"type": "string", "maxLength": 100},
-                  "expires_in_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 3650},
-                  "scopes": {"type": "array", "items": {"enum": ["chat", "workflow", "files", "bots"]}},
-                  "connector_id": {"enum": ["1024", "999", None]}}}),
-    Operation("delete", "/coze_lab/api/tokens/{token_id}", "Revoke a personal access token",
-              "studio", data=_TOKEN),
+    Operation(
+        "get",
+        "/coze_lab/api/tokens",
+        "List personal access tokens",
+        "studio",
+        data={"type": "object", "properties": {"tokens": {"type": "array", "items": _TOKEN}}},
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/tokens",
+        "Create a personal access token",
+        "studio",
+        data=_TOKEN,
+        body={
+            "type": "object",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string", "maxLength": 100},
+                "expires_in_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 3650},
+                "scopes": {
+                    "type": "array",
+                    "items": {"enum": ["chat", "workflow", "files", "bots"]},
+                },
+                "connector_id": {"enum": ["1024", "999", None]},
+            },
+        },
+    ),
+    Operation(
+        "delete",
+        "/coze_lab/api/tokens/{token_id}",
+        "Revoke a personal access token",
+        "studio",
+        data=_TOKEN,
+    ),
     Operation("get", "/coze_lab/openapi.json", "This document", "meta", public=True),
 )
 
@@ -107,9 +159,12 @@ def _operation(op: Operation) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "summary": op.summary,
         "tags": [op.tag],
-        "operationId": f"{op.method}_{op.path.strip('/').replace('/', '_').replace('{', '').replace('}', '')}",
+        "operationId": op.method + "_" + re.sub(r"[^a-z0-9]+", "_", op.path.lower()).strip("_"),
         "responses": {
-            "200": {"description": "success", "content": {"application/json": {"schema": envelope}}},
+            "200": {
+                "description": "success",
+                "content": {"application/json": {"schema": envelope}},
+            },
             "4XX": {"$ref": "#/components/responses/Error"},
         },
     }
@@ -125,13 +180,22 @@ def _operation(op: Operation) -> dict[str, Any]:
     if params:
         spec["parameters"] = params
     if op.body is not None:
-        spec["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body}}}
+        spec["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": op.body}},
+        }
     if op.multipart:
         spec["requestBody"] = {
             "required": True,
-            "content": {"multipart/form-data": {"schema": {
-                "type": "object", "properties": {"file": {"type": "string", "format": "binary"}},
-                "required": ["file"]}}},
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"file": {"type": "string", "format": "binary"}},
+                        "required": ["file"],
+                    }
+                }
+            },
         }
     if op.public:
         spec["security"] = []
@@ -157,12 +221,22 @@ def document() -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {"personalAccessToken": {"type": "http", "scheme": "bearer"}},
-            "responses": {"Error": {
-                "description": "Coze-style error",
-                "content": {"application/json": {"schema": {
-                    "type": "object",
-                    "properties": {"code": {"type": "integer"}, "msg": {"type": "string"}},
-                    "required": ["code", "msg"]}}},
-            }},
+            "responses": {
+                "Error": {
+                    "description": "Coze-style error",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "code": {"type": "integer"},
+                                    "msg": {"type": "string"},
+                                },
+                                "required": ["code", "msg"],
+                            }
+                        }
+                    },
+                }
+            },
         },
     }

@@ -29,8 +29,21 @@ def test_db_upgrade_and_current(cli_args) -> None:
 
 
 def test_pat_create_prints_the_token_last(cli_args, tmp_path, db_url) -> None:
-    result = run_cli(*cli_args, "pat", "create", "--user", "alice", "--name", "ci",
-                     "--expires-in-days", "30", "--scope", "files", "--scope", "chat")
+    result = run_cli(
+        *cli_args,
+        "pat",
+        "create",
+        "--user",
+        "alice",
+        "--name",
+        "ci",
+        "--expires-in-days",
+        "30",
+        "--scope",
+        "files",
+        "--scope",
+        "chat",
+    )
     assert result.returncode == 0, result.stderr
     token = result.stdout.strip().splitlines()[-1]
     assert token.startswith("pat_") and len(token) == 47

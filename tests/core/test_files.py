@@ -64,7 +64,7 @@ def test_empty_file_is_refused(runtime: Runtime) -> None:
 
 
 def test_failed_insert_removes_the_stored_bytes(runtime: Runtime) -> None:
-    with pytest.raises(Exception):  # noqa: B017,PT011 - the foreign key refuses user 42
+    with pytest.raises(Exception):  # noqa: B017 - the foreign key refuses user 42
         runtime.files.save(42, "orphan.txt", b"data")
     assert stored_files(runtime) == [] and file_rows(runtime) == 0
 

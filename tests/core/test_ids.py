@@ -13,7 +13,7 @@ def test_ids_are_19_digit_increasing_and_unique() -> None:
     assert max(ids) < 2**63
 
 
-@pytest.mark.parametrize("raw", ["", "abc", "-1", "0", "1.5", "9" * 20, True, None, "１２"])
+@pytest.mark.parametrize("raw", ["", "abc", "-1", "0", "1.5", "9" * 20, True, None, "\uff11\uff12"])
 def test_bad_ids_are_invalid_parameters(raw: object) -> None:
     with pytest.raises(InvalidParameter):
         parse_id(raw)

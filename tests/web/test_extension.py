@@ -41,7 +41,11 @@ async def test_single_user_server_maps_every_session_to_its_owner(jp_fetch) -> N
 
 async def test_studio_tokens_work_with_the_jupyter_identity(jp_fetch, runtime_of) -> None:
     status, created = await fetch_json(
-        jp_fetch, "coze_lab", "api", "tokens", method="POST",
+        jp_fetch,
+        "coze_lab",
+        "api",
+        "tokens",
+        method="POST",
         body=json.dumps({"name": "from lab", "expires_in_days": 7}),
     )
     assert status == 201 and created["data"]["token"].startswith("pat_")
@@ -73,7 +77,7 @@ async def test_studio_rejects_bad_input_without_writing(jp_fetch, runtime_of) ->
 
 
 async def test_studio_needs_a_jupyter_login(jp_fetch) -> None:
-    status, body = await fetch_json(
+    status, _ = await fetch_json(
         jp_fetch, "coze_lab", "api", "health", headers={"Authorization": ""}
     )
     assert status in (401, 403)

@@ -3,7 +3,9 @@
 Starts ``jupyter lab`` on a free loopback port with a random token, an isolated
 Jupyter config/data/runtime dir (the venv's ``etc/jupyter`` and ``share/jupyter``
 still apply, so the installed lab extension and the auto-enabled server extension are
-used) and ``COZE_LAB_DATA_DIR`` in a temp dir (a throw-away SQLite database).
+used), ``COZE_LAB_DATA_DIR`` in a temp dir (a throw-away SQLite database) and a random
+``--CozeLab.local_user`` (the studio user of a plain single-user server), which the
+panel must show.
 
 Needs Chromium at ``/usr/bin/chromium`` (``apt-get install -y chromium``), the Python
 ``playwright`` package and the built lab extension. Any of them missing is a failure,
@@ -22,10 +24,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,6 +59,7 @@ class Lab:
     proc: subprocess.Popen[bytes]
     url: str  # base URL, ends with "/"
     token: str
+    local_user: str  # --CozeLab.local_user: the studio user of a plain single-user server
     log_path: Path
 
     def log(self) -> str:
@@ -91,6 +96,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root_dir = tmp / "root"
     root_dir.mkdir()
     token = secrets.token_hex(24)
+    local_user = "lab-user-" + secrets.token_hex(4)
     port = free_port()
     env = {
         **os.environ,
@@ -118,13 +124,20 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--ServerApp.port_retries=0",
         "--ServerApp.allow_root=True",  # CI containers run as root
         f"--IdentityProvider.token={token}",
+        f"--CozeLab.local_user={local_user}",
         f"--ServerApp.root_dir={root_dir}",
         "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
-    server = Lab(proc=proc, url=f"http://127.0.0.1:{port}/", token=token, log_path=log_path)
+    server = Lab(
+        proc=proc,
+        url=f"http://127.0.0.1:{port}/",
+        token=token,
+        local_user=local_user,
+        log_path=log_path,
+    )
     try:
         wait_until_ready(server)
         yield server
@@ -169,7 +182,9 @@ def page(browser: Browser, lab: Lab) -> Iterator[Page]:
 
 
 def open_lab(page: Page, lab: Lab) -> None:
-    page.goto(f"{lab.url}lab?token={lab.token}", wait_until="domcontentloaded")
+    # A fresh workspace per page: no layout restored from an earlier test.
+    workspace = "t" + secrets.token_hex(6)
+    page.goto(f"{lab.url}lab/workspaces/{workspace}?token={lab.token}", wait_until="load")
     config = json.loads(page.locator("#jupyter-config-data").text_content() or "{}")
     names = [ext.get("name") for ext in config.get("federated_extensions", [])]
     assert "coze-lab" in names, (
@@ -180,21 +195,27 @@ def open_lab(page: Page, lab: Lab) -> None:
     )
     tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="coze-lab-sidebar"]')
     expect(tab, "the Coze Lab tab in the left sidebar").to_be_visible(timeout=UI_TIMEOUT_MS)
-    tab.click()
-    expect(page.get_by_test_id("coze-lab-sidebar")).to_be_visible()
+    sidebar = page.get_by_test_id("coze-lab-sidebar")
+    # The layout restorer may still be opening the default panel: click until it sticks
+    # (clicking the tab of an open sidebar would collapse it, so only click when hidden).
+    deadline = time.monotonic() + 30
+    while not sidebar.is_visible():
+        assert time.monotonic() < deadline, "the Coze Lab sidebar did not open"
+        tab.click()
+        try:
+            sidebar.wait_for(state="visible", timeout=2_000)
+        except PlaywrightTimeoutError:
+            continue
+    expect(sidebar).to_be_visible()
 
 
-def current_user(page: Page, lab: Lab) -> dict[str, str]:
-    """``GET /api/me`` in the browser's session (its login cookie).
-
-    The token alone is not an identity: every request authenticated only by the
-    shared token gets a new random anonymous user, so the name to compare with is the
-    one bound to the browser's login cookie.
-    """
-    response = page.context.request.get(f"{lab.url}api/me")
-    assert response.ok, f"GET /api/me: HTTP {response.status}"
-    identity: dict[str, str] = response.json()["identity"]
-    return identity
+def browser_health(page: Page, lab: Lab) -> dict[str, Any]:
+    """``GET coze_lab/api/health`` in the browser's session (its login cookie)."""
+    response = page.context.request.get(f"{lab.url}coze_lab/api/health")
+    assert response.ok, f"GET coze_lab/api/health: HTTP {response.status}"
+    body: dict[str, Any] = response.json()
+    assert body["code"] == 0, body
+    return body["data"]
 
 
 def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
@@ -215,9 +236,12 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
     status = page.locator('[data-testid="coze-lab-sidebar"] .jp-CozeLab-status')
     expect(status).to_have_attribute("data-state", "ok", timeout=UI_TIMEOUT_MS)
 
-    identity = current_user(page, lab)
+    # A plain single-user server: every Jupyter identity (anonymous, per session) is
+    # the configured local user, the same for the browser and for token-only requests.
+    assert health.json()["data"]["user"]["name"] == lab.local_user
+    assert browser_health(page, lab)["user"]["name"] == lab.local_user
     expect(page.get_by_test_id("coze-lab-version")).to_have_text(__version__)
-    expect(page.get_by_test_id("coze-lab-user-name")).to_have_text(identity["username"])
+    expect(page.get_by_test_id("coze-lab-user-name")).to_have_text(lab.local_user)
     expect(page.get_by_test_id("coze-lab-db-dialect")).to_have_text("sqlite")
     expect(page.get_by_test_id("coze-lab-db-ok")).to_have_text("ok")
     expect(page.get_by_test_id("coze-lab-db")).to_contain_text("sqlite")
@@ -229,7 +253,7 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
         page.get_by_test_id("coze-lab-refresh").click()
     assert answer.value.ok
     expect(status).to_have_attribute("data-state", "ok")
-    expect(page.get_by_test_id("coze-lab-user-name")).to_have_text(identity["username"])
+    expect(page.get_by_test_id("coze-lab-user-name")).to_have_text(lab.local_user)
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "sidebar.png"))

@@ -52,8 +52,11 @@ def test_cozepy_uploads_and_retrieves_files(server, admin, tmp_path) -> None:
     assert re.fullmatch(r"7\d{18}", uploaded.id)
     retrieved = client.files.retrieve(file_id=uploaded.id)
     assert retrieved.id == uploaded.id and retrieved.created_at == uploaded.created_at
-    body = httpx.get(f"{server.url}/v1/files/retrieve", params={"file_id": uploaded.id},
-                     headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"}).json()
+    body = httpx.get(
+        f"{server.url}/v1/files/retrieve",
+        params={"file_id": uploaded.id},
+        headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"},
+    ).json()
     assert body["data"]["content_type"] == "image/png"
 
 
@@ -87,8 +90,11 @@ def test_another_users_token_never_reaches_your_files(server, admin, tmp_path) -
 )
 def test_bad_tokens_get_401_with_a_coze_body(server, header, message) -> None:
     headers = {"Authorization": header} if header else {}
-    for method, path in [("GET", "/v1/workspaces"), ("POST", "/v1/files/upload"),
-                         ("GET", "/coze_lab/api/health")]:
+    for method, path in [
+        ("GET", "/v1/workspaces"),
+        ("POST", "/v1/files/upload"),
+        ("GET", "/coze_lab/api/health"),
+    ]:
         response = httpx.request(method, server.url + path, headers=headers)
         assert response.status_code == 401
         body = response.json()
@@ -121,8 +127,9 @@ def test_scopes_are_enforced(server, admin, tmp_path) -> None:
         coze(server, chat_only).files.upload(file=path)
     assert err.value.code == 4101
     assert coze(server, token_for(admin, "alice", scopes=["files"])).files.upload(file=path).id
-    studio = httpx.get(f"{server.url}/coze_lab/api/health",
-                       headers={"Authorization": f"Bearer {chat_only}"})
+    studio = httpx.get(
+        f"{server.url}/coze_lab/api/health", headers={"Authorization": f"Bearer {chat_only}"}
+    )
     assert studio.status_code == 403 and studio.json()["code"] == 4101
     assert stored_files(server) and len(stored_files(server)) == 1
 
@@ -135,9 +142,12 @@ def wait_until(condition, seconds: float = 5.0) -> None:
 
 
 def upload(server, token, content: bytes, name: str = "f.txt", **kwargs) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/files/upload",
-                      headers={"Authorization": f"Bearer {token}"},
-                      files={"file": (name, content)}, **kwargs)
+    return httpx.post(
+        f"{server.url}/v1/files/upload",
+        headers={"Authorization": f"Bearer {token}"},
+        files={"file": (name, content)},
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "a/b.txt", "..", "..\\..\\win.ini", ""])
@@ -156,21 +166,32 @@ def test_oversized_upload_is_413_and_leaves_nothing(tmp_path, db_url) -> None:
         big = b"x" * (101 * 1024 * 1024)
         response = upload(server, token, big, "big.bin", timeout=60)
         assert response.status_code == 413 and response.json()["code"] == 4013
+
         # chunked: no Content-Length to refuse up front; the cap applies while streaming
         def chunks():
             for _ in range(110):
                 yield b"y" * (1024 * 1024)
+
         boundary = "b0undary"
+
         def body():
-            yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-                   f"filename=\"big.bin\"\r\n\r\n").encode()
+            yield (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                f'filename="big.bin"\r\n\r\n'
+            ).encode()
             yield from chunks()
             yield f"\r\n--{boundary}--\r\n".encode()
+
         try:
             streamed = httpx.post(
-                f"{server.url}/v1/files/upload", content=body(), timeout=60,
-                headers={"Authorization": f"Bearer {token}",
-                         "Content-Type": f"multipart/form-data; boundary={boundary}"})
+                f"{server.url}/v1/files/upload",
+                content=body(),
+                timeout=60,
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Content-Type": f"multipart/form-data; boundary={boundary}",
+                },
+            )
             assert streamed.status_code in (400, 413)
         except httpx.HTTPError:
             pass  # the server may close the connection once the cap is passed
@@ -185,55 +206,83 @@ def test_oversized_upload_is_413_and_leaves_nothing(tmp_path, db_url) -> None:
     ("content", "content_type"),
     [
         (b"not multipart at all", "text/plain"),
-        (b"--x\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nv\r\n--x--\r\n",
-         "multipart/form-data; boundary=x"),
-        (b"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nabc",
-         "multipart/form-data; boundary=x"),
+        (
+            b'--x\r\nContent-Disposition: form-data; name="other"\r\n\r\nv\r\n--x--\r\n',
+            "multipart/form-data; boundary=x",
+        ),
+        (
+            b'--x\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nabc',
+            "multipart/form-data; boundary=x",
+        ),
         (b"garbage", "multipart/form-data"),
     ],
 )
 def test_malformed_multipart_is_400(server, admin, content, content_type) -> None:
-    response = httpx.post(f"{server.url}/v1/files/upload", content=content,
-                          headers={"Authorization": f"Bearer {token_for(admin, 'alice')}",
-                                   "Content-Type": content_type})
+    response = httpx.post(
+        f"{server.url}/v1/files/upload",
+        content=content,
+        headers={
+            "Authorization": f"Bearer {token_for(admin, 'alice')}",
+            "Content-Type": content_type,
+        },
+    )
     assert response.status_code == 400 and response.json()["code"] == 4000
     assert stored_files(server) == []
 
 
 @pytest.mark.parametrize("file_id", ["", "abc", "-3", "99999999999999999999", "123"])
 def test_bad_or_unknown_file_ids(server, admin, file_id) -> None:
-    response = httpx.get(f"{server.url}/v1/files/retrieve", params={"file_id": file_id},
-                         headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"})
+    response = httpx.get(
+        f"{server.url}/v1/files/retrieve",
+        params={"file_id": file_id},
+        headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"},
+    )
     assert response.status_code in (400, 404)
     assert response.json()["code"] == (4200 if file_id == "123" else 4000)
 
 
 @pytest.mark.parametrize(
     "body",
-    [b"{bad json", b"[1, 2]", b"\xff\xfe", b'{"name": 5}', b'{"name": "x", "scopes": "chat"}',
-     b'{"name": "x", "expires_in_days": "soon"}', b'{"name": "x", "connector_id": 1024}'],
+    [
+        b"{bad json",
+        b"[1, 2]",
+        b"\xff\xfe",
+        b'{"name": 5}',
+        b'{"name": "x", "scopes": "chat"}',
+        b'{"name": "x", "expires_in_days": "soon"}',
+        b'{"name": "x", "connector_id": 1024}',
+    ],
 )
 def test_studio_token_creation_rejects_bad_json(server, admin, body) -> None:
     token = token_for(admin, "alice")
-    response = httpx.post(f"{server.url}/coze_lab/api/tokens", content=body,
-                          headers={"Authorization": f"Bearer {token}"})
+    response = httpx.post(
+        f"{server.url}/coze_lab/api/tokens",
+        content=body,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert response.status_code == 400 and response.json()["code"] == 4000
-    listed = httpx.get(f"{server.url}/coze_lab/api/tokens",
-                       headers={"Authorization": f"Bearer {token}"}).json()["data"]["tokens"]
+    listed = httpx.get(
+        f"{server.url}/coze_lab/api/tokens", headers={"Authorization": f"Bearer {token}"}
+    ).json()["data"]["tokens"]
     assert len(listed) == 1  # only the token used for the call
 
 
 def test_huge_json_body_is_413(server, admin) -> None:
-    response = httpx.post(f"{server.url}/coze_lab/api/tokens",
-                          content=b'{"name": "' + b"x" * (3 * 1024 * 1024) + b'"}',
-                          headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"})
+    response = httpx.post(
+        f"{server.url}/coze_lab/api/tokens",
+        content=b'{"name": "' + b"x" * (3 * 1024 * 1024) + b'"}',
+        headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"},
+    )
     assert response.status_code == 413 and response.json()["code"] == 4013
 
 
 def test_studio_token_lifecycle(server, admin) -> None:
     auth = {"Authorization": f"Bearer {token_for(admin, 'alice')}"}
-    created = httpx.post(f"{server.url}/coze_lab/api/tokens", headers=auth,
-                         json={"name": "notebook", "expires_in_days": 30, "scopes": ["chat"]})
+    created = httpx.post(
+        f"{server.url}/coze_lab/api/tokens",
+        headers=auth,
+        json={"name": "notebook", "expires_in_days": 30, "scopes": ["chat"]},
+    )
     assert created.status_code == 201
     data = created.json()["data"]
     assert data["token"].startswith("pat_") and data["status"] == "active"
@@ -245,14 +294,17 @@ def test_studio_token_lifecycle(server, admin) -> None:
     assert other.status_code == 404
     revoked = httpx.delete(f"{server.url}/coze_lab/api/tokens/{data['id']}", headers=auth)
     assert revoked.json()["data"]["status"] == "revoked"
-    gone = httpx.get(f"{server.url}/v1/workspaces",
-                     headers={"Authorization": f"Bearer {data['token']}"})
+    gone = httpx.get(
+        f"{server.url}/v1/workspaces", headers={"Authorization": f"Bearer {data['token']}"}
+    )
     assert gone.status_code == 401
 
 
 def test_health_reports_version_user_database_and_sandbox(server, admin) -> None:
-    response = httpx.get(f"{server.url}/coze_lab/api/health",
-                         headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"})
+    response = httpx.get(
+        f"{server.url}/coze_lab/api/health",
+        headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"},
+    )
     data = response.json()["data"]
     assert data["version"] and data["user"]["name"] == "alice"
     assert data["database"]["ok"] is True and data["database"]["revision"] == "0001"
@@ -279,8 +331,9 @@ def test_openapi_document_is_valid_and_covers_every_route(server) -> None:
 def test_secrets_never_reach_the_logs(server, admin, tmp_path) -> None:
     token = token_for(admin, "alice")
     auth = {"Authorization": f"Bearer {token}"}
-    created = httpx.post(f"{server.url}/coze_lab/api/tokens", headers=auth,
-                         json={"name": "n"}).json()["data"]["token"]
+    created = httpx.post(
+        f"{server.url}/coze_lab/api/tokens", headers=auth, json={"name": "n"}
+    ).json()["data"]["token"]
     httpx.get(f"{server.url}/v1/workspaces", headers={"Authorization": f"Bearer {created}x"})
     httpx.get(f"{server.url}/v1/workspaces", headers=auth)
     httpx.post(f"{server.url}/coze_lab/api/tokens", headers=auth, content=b"{bad")

@@ -175,9 +175,17 @@ class _Slot:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
-        for t in self._tasks:
-            t.cancel()
-        self._tasks = []
+        tasks, self._tasks = self._tasks, []
+        if tasks:  # the stderr drain ends at EOF; let it, so the transport closes cleanly
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(tasks[0]), 1.0)
+        for t in tasks:
+            if t is not asyncio.current_task():
+                t.cancel()
+        if proc is not None:
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
         self._fail_pending("worker_crashed", "sandbox process stopped")
 
     def _fail_pending(self, kind: str, message: str) -> None:
@@ -276,6 +284,10 @@ class _Slot:
         self._fut = None
         if not self.alive:
             kill_reason = "crashed"
+        elif reply.get("recycled"):
+            # the interpreter was killed mid-run (hard timeout, crash): V8 frees a dead
+            # worker's wasm memory lazily, so the whole process is replaced instead
+            kill_reason = "replaced"
         elif _rss_mb(pid) > s.memory_limit_mb * s.recycle_rss_fraction:
             kill_reason = "bloated"  # wasm memory never shrinks: start afresh
         return reply, output, kill_reason

@@ -38,14 +38,12 @@ class FileUploadHandler(CozeHandler):
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > limit:
             raise PayloadTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
-        self.request.connection.set_max_body_size(
-            self.runtime.files.max_bytes + _CONNECTION_SLACK
-        )
+        self.request.connection.set_max_body_size(self.runtime.files.max_bytes + _CONNECTION_SLACK)
         self._reader = MultipartFileReader(
             self.request.headers.get("Content-Type", ""), "file", self._open_upload(user.id)
         )
 
-    def _open_upload(self, user_id: int):  # noqa: ANN202 - returns a sink factory
+    def _open_upload(self, user_id: int):
         def open_upload(file_name: str) -> Upload:
             self._upload = self.runtime.files.begin_upload(user_id, file_name)
             return self._upload

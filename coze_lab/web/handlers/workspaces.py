@@ -10,10 +10,12 @@ from coze_lab.web.params import int_value
 class WorkspacesHandler(CozeHandler):
     def get(self) -> None:
         user = self.coze_user()
-        page_num = int_value(self.get_query_argument("page_num", None), "page_num",
-                             default=1, low=1, high=1_000_000)
-        page_size = int_value(self.get_query_argument("page_size", None), "page_size",
-                              default=20, low=1, high=100)
+        page_num = int_value(
+            self.get_query_argument("page_num", None), "page_num", default=1, low=1, high=1_000_000
+        )
+        page_size = int_value(
+            self.get_query_argument("page_size", None), "page_size", default=20, low=1, high=100
+        )
         items, total = self.runtime.identity.list_workspaces(
             user.id, page_num=page_num, page_size=page_size
         )

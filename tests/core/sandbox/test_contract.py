@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from coze_lab.core.sandbox import (
-    RunResult,
     Runner,
+    RunResult,
     SandboxError,
     SandboxSettings,
     WorkerPool,

@@ -1,7 +1,6 @@
 // JavaScript code-node worker: used for exactly one run, then terminated by host.js.
 const realPost = self.postMessage.bind(self);
 let used = false;
-const MAX_DEPTH = 200;
 
 self.onmessage = async (ev) => {
   if (used) return;
@@ -10,10 +9,13 @@ self.onmessage = async (ev) => {
   const enc = new TextEncoder();
   const buf = { stdout: [], stderr: [], used: 0, overflow: false };
   const sink = (name) => (...args) => {
-    if (buf.overflow) return;
+    if (buf.overflow) throw new Error("output limit exceeded");
     const line = args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ") + "\n";
     const n = enc.encode(line).length;
-    if (buf.used + n > job.maxOutput) { buf.overflow = true; return; }
+    if (buf.used + n > job.maxOutput) {
+      buf.overflow = true;
+      throw new Error("output limit exceeded"); // stops a print loop
+    }
     buf.used += n;
     buf[name].push(line);
   };
@@ -48,7 +50,6 @@ self.onmessage = async (ev) => {
     res = { ok: false, error: { type: "user_error", message: msg.split("\n").slice(0, 12).join("\n") } };
   }
   if (buf.overflow) res = { ok: false, error: { type: "output_too_large", message: `console output exceeded ${job.maxOutput} bytes` } };
-  void MAX_DEPTH;
   realPost({ type: "result", id: job.id, res, stdout: buf.stdout.join(""), stderr: buf.stderr.join("") });
 };
 realPost({ type: "hello" });

@@ -127,7 +127,7 @@ async def run(code, params_json, entry, max_result):
         return _err("timeout", "execution interrupted (time limit)")
     except MemoryError as exc:
         return _err("memory_limit", "MemoryError: " + str(exc))
-    except BaseException as exc:  # noqa: BLE001 - everything the user code raises is reported
+    except BaseException as exc:
         return _err("user_error", _short_tb(exc))
     if not isinstance(result, dict):
         return _err("invalid_result", f"{name}() must return a dict, got {type(result).__name__}")
@@ -149,7 +149,7 @@ def cleanup():
     try:
         loop = asyncio.get_event_loop()
         pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    except Exception:  # noqa: BLE001
+    except Exception:
         pending = []
     for t in pending:
         t.cancel()
@@ -181,7 +181,7 @@ def cleanup():
         if pm is not None and getattr(pm, child, None) is mod:
             try:
                 delattr(pm, child)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
     sys.path_importer_cache.clear()
     changed = _mods_changed(base, _mods())

@@ -58,9 +58,7 @@ def upgrade() -> None:
         sa.Column("last_used_at", UTCDateTime(), nullable=True),
         sa.Column("revoked_at", UTCDateTime(), nullable=True),
     )
-    op.create_index(
-        "ix_personal_access_tokens_user_id", "personal_access_tokens", ["user_id"]
-    )
+    op.create_index("ix_personal_access_tokens_user_id", "personal_access_tokens", ["user_id"])
     op.create_table(
         "files",
         sa.Column("id", sa.BigInteger(), primary_key=True, autoincrement=False),

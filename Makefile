@@ -1,0 +1,46 @@
+# coze_lab developer entry points: `make lab` and `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+# jlpm (from jupyterlab) and deno live in the venv; the lab extension build needs them on PATH
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+BUILD_DEPS := "hatchling>=1.21" "hatch-jupyter-builder>=0.9" "hatch-nodejs-version>=0.3.2" \
+              "jupyterlab>=4.6,<5" "editables>=0.5"
+
+.PHONY: install lab test lint format bench clean
+
+$(VENV)/.installed: pyproject.toml labextension/package.json
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(BUILD_DEPS)
+	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	cp jupyter-config/server-config/coze_lab.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+	$(VENV)/bin/jupyter labextension develop . --overwrite
+	touch $@
+
+install: $(VENV)/.installed
+
+## make lab: JupyterLab on notebooks/ with the embedded SQLite database
+lab: install
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks
+
+## make test: the whole suite (PostgreSQL too when COZE_LAB_TEST_DATABASE_URL is set)
+test: install
+	$(PY) -m ruff check coze_lab tests bench
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint:
+	$(PY) -m ruff check coze_lab tests bench
+	$(PY) -m ruff format --check coze_lab tests bench
+
+format:
+	$(PY) -m ruff check --fix coze_lab tests bench
+	$(PY) -m ruff format coze_lab tests bench
+
+bench: install
+	$(PY) bench/sandbox.py
+
+clean:
+	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules
