@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml labextension/package.json
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
 	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
 	cp jupyter-config/server-config/coze_lab.json $(VENV)/etc/jupyter/jupyter_server_config.d/
-	$(VENV)/bin/jupyter labextension develop . --overwrite
+	$(VENV)/bin/jupyter-builder develop --overwrite .
 	touch $@
 
 install: $(VENV)/.installed

@@ -39,9 +39,9 @@ class SandboxError(Exception):
         return {"type": self.type, "message": self.message}
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, SandboxError)
-            and (self.type, self.message) == (other.type, other.message)
+        return isinstance(other, SandboxError) and (self.type, self.message) == (
+            other.type,
+            other.message,
         )
 
     def __hash__(self) -> int:

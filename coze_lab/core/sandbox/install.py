@@ -22,9 +22,31 @@ from .settings import SandboxSettings
 RUNTIME_FILES = ("host.js", "py_worker.js", "js_worker.js", "fetch.js", "snapshot.js")
 #: stdlib modules imported before the snapshot is taken (so runs do not pay for them)
 PRELOAD = (
-    "json", "asyncio", "traceback", "re", "math", "datetime", "collections", "itertools",
-    "functools", "typing", "dataclasses", "random", "string", "base64", "hashlib", "uuid",
-    "time", "decimal", "statistics", "textwrap", "copy", "inspect", "io", "warnings", "atexit",
+    "json",
+    "asyncio",
+    "traceback",
+    "re",
+    "math",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "typing",
+    "dataclasses",
+    "random",
+    "string",
+    "base64",
+    "hashlib",
+    "uuid",
+    "time",
+    "decimal",
+    "statistics",
+    "textwrap",
+    "copy",
+    "inspect",
+    "io",
+    "warnings",
+    "atexit",
 )
 
 
@@ -148,7 +170,12 @@ def install_pyodide(settings: SandboxSettings, *, timeout: float = 600.0) -> Pat
     if not (pyodide_dir(settings) / "pyodide.asm.wasm").is_file():
         proc = subprocess.run(
             [deno, "cache", *common, str(rt / "fetch.js")],
-            env=env, cwd=cache, capture_output=True, text=True, timeout=timeout, check=False,
+            env=env,
+            cwd=cache,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if proc.returncode != 0 or not (pyodide_dir(settings) / "pyodide.asm.wasm").is_file():
             raise SandboxError(
@@ -161,11 +188,23 @@ def install_pyodide(settings: SandboxSettings, *, timeout: float = 600.0) -> Pat
         tmp = snap.with_suffix(".tmp")
         proc = subprocess.run(
             [
-                deno, "run", *common, "--cached-only", "--no-prompt",
-                f"--allow-read={cache}", f"--allow-write={cache}",
-                str(rt / "snapshot.js"), str(tmp), ",".join(PRELOAD),
+                deno,
+                "run",
+                *common,
+                "--cached-only",
+                "--no-prompt",
+                f"--allow-read={cache}",
+                f"--allow-write={cache}",
+                str(rt / "snapshot.js"),
+                str(tmp),
+                ",".join(PRELOAD),
             ],
-            env=env, cwd=cache, capture_output=True, text=True, timeout=timeout, check=False,
+            env=env,
+            cwd=cache,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if proc.returncode != 0 or not tmp.is_file():
             raise SandboxError(

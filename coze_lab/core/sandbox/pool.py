@@ -48,7 +48,8 @@ class Runner(Protocol):
     Example:
         >>> async def demo(runner: Runner) -> dict:
         ...     await runner.start()
-        ...     res = await runner.run("def main(args):\\n    return {'x': args.params['a']}", {"a": 1})
+        ...     code = "def main(args):\\n    return {'x': args.params['a']}"
+        ...     res = await runner.run(code, {"a": 1})
         ...     return res.output   # {'x': 1}
     """
 
@@ -215,9 +216,13 @@ class _Slot:
                 if msg.get("op") == "recycled":
                     self.pool.count_restarts(1, str(msg.get("reason", "")))
                     continue
-                if msg.get("op") == "result" and self._fut is not None and not self._fut.done():
-                    if msg.get("id") == self._next_id:
-                        self._fut.set_result((msg, msg.get("output")))
+                if (
+                    msg.get("op") == "result"
+                    and self._fut is not None
+                    and not self._fut.done()
+                    and msg.get("id") == self._next_id
+                ):
+                    self._fut.set_result((msg, msg.get("output")))
         except (ValueError, asyncio.LimitOverrunError, ConnectionError):
             pass
         # the process is gone (or talks nonsense): fail the run in flight
@@ -245,9 +250,15 @@ class _Slot:
         self._next_id += 1
         self._fut = loop.create_future()
         job = {
-            "op": "run", "id": self._next_id, "lang": language, "code": code,
-            "params": params_json, "entry": entry, "timeoutMs": int(timeout * 1000),
-            "maxOutput": s.max_output_bytes, "maxResult": s.max_result_bytes,
+            "op": "run",
+            "id": self._next_id,
+            "lang": language,
+            "code": code,
+            "params": params_json,
+            "entry": entry,
+            "timeoutMs": int(timeout * 1000),
+            "maxOutput": s.max_output_bytes,
+            "maxResult": s.max_result_bytes,
         }
         try:
             await self._send(job)
@@ -266,19 +277,31 @@ class _Slot:
                 await self.kill()
                 self._fut = None
                 return (
-                    {"ok": False, "error": {"type": "memory_limit", "message":
-                     f"worker memory {rss:.0f} MB exceeded the {s.memory_limit_mb} MB limit "
-                     "(worker replaced)"}},
-                    None, kill_reason,
+                    {
+                        "ok": False,
+                        "error": {
+                            "type": "memory_limit",
+                            "message": f"worker memory {rss:.0f} MB exceeded the "
+                            f"{s.memory_limit_mb} MB limit (worker replaced)",
+                        },
+                    },
+                    None,
+                    kill_reason,
                 )
             if loop.time() > hard_deadline:
                 kill_reason = "timeout"
                 await self.kill()
                 self._fut = None
                 return (
-                    {"ok": False, "error": {"type": "timeout", "message":
-                     f"execution exceeded {timeout:g} s (sandbox process killed)"}},
-                    None, kill_reason,
+                    {
+                        "ok": False,
+                        "error": {
+                            "type": "timeout",
+                            "message": f"execution exceeded {timeout:g} s (sandbox process killed)",
+                        },
+                    },
+                    None,
+                    kill_reason,
                 )
         reply, output = self._fut.result()
         self._fut = None
@@ -303,8 +326,8 @@ class WorkerPool:
         ...     res = await pool.run("def main(args):\\n    return {'n': args.params['n'] + 1}",
         ...                          {"n": 1})
         ...     assert res.output == {"n": 2}
-        ...     res = await pool.run("def clean(doc: str) -> dict:\\n    return {'doc': doc.strip()}",
-        ...                          {"doc": " x "}, entry="clean")
+        ...     clean = "def clean(doc: str) -> dict:\\n    return {'doc': doc.strip()}"
+        ...     res = await pool.run(clean, {"doc": " x "}, entry="clean")
         ...     await pool.close()
     """
 
@@ -347,8 +370,15 @@ class WorkerPool:
         assert self._runtime is not None
         read = [*self._read_paths(), str(sock)]
         args = [
-            deno_bin(), "run", "--no-config", "--no-lock", "--node-modules-dir=none",
-            "--cached-only", "--no-prompt", "--quiet", "--unstable-worker-options",
+            deno_bin(),
+            "run",
+            "--no-config",
+            "--no-lock",
+            "--node-modules-dir=none",
+            "--cached-only",
+            "--no-prompt",
+            "--quiet",
+            "--unstable-worker-options",
             f"--allow-read={','.join(read)}",
             f"--allow-write={','.join([str(sock), *s.allow_write])}",
             f"--allow-net={','.join(['unix:' + str(sock), *self._net_hosts()])}",

@@ -92,7 +92,7 @@ function onPyResult(state, m) {
   const r = m.res;
   const base = { op: "result", id: m.id, ok: !!r.ok, stdout: m.stdout, stderr: m.stderr,
     error: r.ok ? null : r.error, timing: m.timing };
-  if (r.fatal) pyDiedAfter(state, "fatal error");
+  if (r.fatal) { base.recycled = "fatal error"; pyDiedAfter(state, "fatal error"); }
   if (r.ok) finishPy(base, JSON.stringify(r.output));
   else finishPy(base);
 }

@@ -4,6 +4,7 @@
 # replaced from the snapshot).
 import asyncio
 import builtins
+import contextlib
 import gc
 import json
 import os
@@ -13,8 +14,15 @@ from operator import is_ as _is
 from types import ModuleType as _Module
 
 _SKIP = {"/dev", "/proc", "/sys"}
+# bound now, so a run that monkeypatches json/traceback cannot corrupt its own result
+_dumps, _loads, _format_exception = json.dumps, json.loads, traceback.format_exception
 _state = {}
-_TAINT_EVENTS = {"sys.addaudithook", "sys.setprofile", "sys.settrace", "cpython.PyInterpreterState_New"}
+_TAINT_EVENTS = {
+    "sys.addaudithook",
+    "sys.setprofile",
+    "sys.settrace",
+    "cpython.PyInterpreterState_New",
+}
 
 
 def _audit(event, args):
@@ -82,9 +90,10 @@ def _misc():
 
 def _misc_changed(base):
     now = _misc()
-    return any(
-        len(a) != len(b) or not all(map(_is, a, b)) for a, b in zip(now, base)
-    ) or tuple(sys.path) != _state["path"]
+    return (
+        any(len(a) != len(b) or not all(map(_is, a, b)) for a, b in zip(now, base, strict=True))
+        or tuple(sys.path) != _state["path"]
+    )
 
 
 def baseline():
@@ -100,20 +109,20 @@ def baseline():
 
 
 def _short_tb(exc):
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    lines = _format_exception(type(exc), exc, exc.__traceback__)
     keep = [ln for ln in lines if "<coze_runner>" not in ln and "_pyodide/" not in ln]
     text = "".join(keep).rstrip()
     return "\n".join(text.splitlines()[-20:])
 
 
 def _err(kind, message):
-    return json.dumps({"ok": False, "error": {"type": kind, "message": message}})
+    return _dumps({"ok": False, "error": {"type": kind, "message": message}})
 
 
 async def run(code, params_json, entry, max_result):
     os.chdir(_state["cwd"])
     try:
-        params = json.loads(params_json)
+        params = _loads(params_json)
         glb = {"__name__": "__main__", "__builtins__": builtins}
         exec(compile(code, "<code_node>", "exec"), glb)
         name = entry or "main"
@@ -132,7 +141,7 @@ async def run(code, params_json, entry, max_result):
     if not isinstance(result, dict):
         return _err("invalid_result", f"{name}() must return a dict, got {type(result).__name__}")
     try:
-        text = json.dumps(result, allow_nan=False, ensure_ascii=False)
+        text = _dumps(result, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         return _err("invalid_result", f"{name}() returned a value that is not JSON: {exc}")
     except RecursionError:
@@ -179,10 +188,8 @@ def cleanup():
         parent, _, child = name.rpartition(".")
         pm = sys.modules.get(parent)
         if pm is not None and getattr(pm, child, None) is mod:
-            try:
+            with contextlib.suppress(Exception):
                 delattr(pm, child)
-            except Exception:
-                pass
     sys.path_importer_cache.clear()
     changed = _mods_changed(base, _mods())
     if changed:

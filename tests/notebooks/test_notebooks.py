@@ -1,0 +1,30 @@
+"""The demo notebooks run top to bottom."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.support import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COZE_LAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("COZE_LAB_DATABASE_URL", raising=False)
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=dict(os.environ))
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert (tmp_path / "data" / "coze_lab.db").exists()
+
+
+def test_there_are_demo_notebooks() -> None:
+    assert NOTEBOOKS
