@@ -1,8 +1,8 @@
 """Fixtures shared by the whole suite.
 
-Storage tests run on SQLite always and on PostgreSQL too when
-``COZE_LAB_TEST_DATABASE_URL`` is set (CI sets it); each PostgreSQL test gets its own
-schema, dropped afterwards. A configured server that cannot be reached fails the test.
+Storage tests run on SQLite always, on PostgreSQL too when ``COZE_LAB_TEST_DATABASE_URL``
+is set and on MySQL/MariaDB when ``COZE_LAB_TEST_MYSQL_URL`` is set (CI sets both); each
+such test gets its own schema or database, dropped afterwards. A configured server that cannot be reached fails the test.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from tests.support import FakeClock, ServerProcess
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 PG_URL = os.environ.get("COZE_LAB_TEST_DATABASE_URL", "")
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+MYSQL_URL = os.environ.get("COZE_LAB_TEST_MYSQL_URL", "")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else []) + (["mysql"] if MYSQL_URL else [])
 
 
 @pytest.fixture(params=BACKENDS)
@@ -32,6 +33,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database on each backend under test."""
     if request.param == "sqlite":
         yield sqlite_url(tmp_path / "db" / "coze_lab.db")
+        return
+    if request.param == "mysql":
+        yield from _mysql_database()
         return
     schema = "t_" + secrets.token_hex(6)
     admin = create_engine(PG_URL)
@@ -43,6 +47,19 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     finally:
         with admin.begin() as connection:
             connection.execute(text(f'drop schema "{schema}" cascade'))
+        admin.dispose()
+
+
+def _mysql_database() -> Iterator[str]:
+    name = "t_" + secrets.token_hex(6)
+    admin = create_engine(MYSQL_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f"create database `{name}`"))
+    try:
+        yield make_url(MYSQL_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f"drop database `{name}`"))
         admin.dispose()
 
 
