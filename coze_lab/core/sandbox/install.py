@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -48,6 +49,16 @@ PRELOAD = (
     "warnings",
     "atexit",
 )
+
+
+def absolute(settings: SandboxSettings) -> SandboxSettings:
+    """``settings`` with absolute ``cache_dir``/``wheelhouse`` (processes run elsewhere)."""
+    wheelhouse = Path(settings.wheelhouse).expanduser().resolve() if settings.wheelhouse else None
+    return replace(
+        settings,
+        cache_dir=Path(settings.cache_dir).expanduser().resolve(),
+        wheelhouse=wheelhouse,
+    )
 
 
 def deno_bin() -> str:
@@ -161,7 +172,8 @@ def install_pyodide(settings: SandboxSettings, *, timeout: float = 600.0) -> Pat
         >>> install_pyodide(SandboxSettings(cache_dir=Path("~/.local/share/coze_lab/sandbox")))
         ... # doctest: +SKIP
     """
-    cache = Path(settings.cache_dir).expanduser()
+    settings = absolute(settings)
+    cache = settings.cache_dir
     cache.mkdir(parents=True, exist_ok=True)
     rt = write_runtime(settings)
     env = _install_env(settings)

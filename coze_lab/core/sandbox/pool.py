@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import RunResult, SandboxError
 from .install import (
+    absolute,
     deno_bin,
     deno_dir,
     install_pyodide,
@@ -332,7 +333,7 @@ class WorkerPool:
     """
 
     def __init__(self, settings: SandboxSettings) -> None:
-        self.settings = settings
+        self.settings = absolute(settings)
         self.sock_dir = Path(".")
         self._slots: list[_Slot] = []
         self._idle: asyncio.Queue[_Slot] | None = None

@@ -199,3 +199,16 @@ async def test_run_result_and_error_types() -> None:
     }
     assert SandboxError("x", "y") == SandboxError("x", "y")
     assert isinstance(SandboxError("x", "y"), Exception)
+
+
+async def test_relative_cache_dir_is_resolved(
+    sandbox_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(sandbox_cache.parent)
+    p = WorkerPool(make_settings(cache_dir=Path(sandbox_cache.name), pool_size=1))
+    assert p.settings.cache_dir == sandbox_cache.resolve()
+    try:
+        res = await p.run(TRIVIAL, {"n": 3})
+        assert res.output == {"ok": True, "n": 3}, res.to_dict()
+    finally:
+        await p.close()

@@ -1,0 +1,87 @@
+"""Errors of the model layer: a model that is not configured, a bad registry file, a failed call.
+
+All three are :class:`~coze_lab.core.errors.CozeLabError`, so the web layer reports them as
+``{"code": ..., "msg": ...}`` like every other domain error. Messages never contain API keys.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coze_lab.core.errors import CozeLabError
+
+CONFIGURE_HINT = (
+    "Configure models in a registry file (YAML or JSON, see docs/models.md) or set "
+    "OPENAI_API_KEY (and optionally OPENAI_BASE_URL, COZE_LAB_DEFAULT_MODEL) to get the "
+    "'default' model."
+)
+
+MODEL_ERROR_KINDS = ("connection", "timeout", "status", "protocol")
+
+_KEY_LIKE = re.compile(r"\b(sk|pat|key)[-_][A-Za-z0-9_\-*]{8,}")
+_BEARER = re.compile(r"(?i)bearer\s+\S+")
+MAX_MESSAGE_CHARS = 500
+
+
+class ModelNotConfigured(CozeLabError):
+    """The requested model id is unknown, or its API key variable is not set.
+
+    Example:
+        >>> err = ModelNotConfigured("model 'gpt-x' is not configured")
+        >>> (err.code, err.status)
+        (4050, 400)
+    """
+
+    code, status = 4050, 400
+
+
+class InvalidModelRegistry(CozeLabError):
+    """A registry file that cannot be read; the message names the file and the bad field.
+
+    Example:
+        >>> InvalidModelRegistry("models.yaml: models[0]: 'base_url' is required").code
+        4051
+    """
+
+    code, status = 4051, 400
+
+
+class ModelError(CozeLabError):
+    """A model provider call failed: connection, timeout, HTTP error status or bad response.
+
+    ``kind`` is one of :data:`MODEL_ERROR_KINDS`; ``provider_status`` is the provider's HTTP
+    status when it answered with an error (``None`` otherwise). ``status`` is what *our*
+    API answers: 504 for timeouts, 502 for everything else.
+
+    Example:
+        >>> err = ModelError("model provider answered HTTP 429: slow down", kind="status",
+        ...                  provider_status=429)
+        >>> (err.code, err.status, err.kind, err.provider_status)
+        (5020, 502, 'status', 429)
+    """
+
+    code, status = 5020, 502
+
+    def __init__(self, msg: str, *, kind: str, provider_status: int | None = None) -> None:
+        super().__init__(msg)
+        self.kind = kind
+        self.provider_status = provider_status
+        if kind == "timeout":
+            self.status = 504
+
+
+def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """Remove API keys (the given ones and anything key-shaped) and cap the length.
+
+    Example:
+        >>> redact("Incorrect API key provided: sk-abcdefghijkl", ("sk-abcdefghijkl",))
+        'Incorrect API key provided: ***'
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _BEARER.sub("Bearer ***", text)
+    text = _KEY_LIKE.sub("***", text)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return text

@@ -1,0 +1,73 @@
+"""What every node type provides, and what a node gets from the engine while it runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
+
+
+@dataclass(frozen=True)
+class InterruptRequest:
+    """Pause the run until a person answers (``type``: question, input)."""
+
+    type: str
+    data: dict[str, Any]
+
+
+@dataclass
+class NodeResult:
+    outputs: dict[str, Any] = field(default_factory=dict)
+    port: str | None = None
+    interrupt: InterruptRequest | None = None
+    usage: dict[str, int] | None = None
+    message: str | None = None
+
+
+class NodeContext(Protocol):
+    """The engine's services for a running node."""
+
+    run_id: int
+    node_key: str
+    run_inputs: dict[str, Any]
+    resume_data: Any
+
+    async def run_code(self, code: str, params: dict[str, Any], *, language: str,
+                       entry: str | None, timeout: float | None) -> dict[str, Any]: ...
+
+    async def complete(self, model: str, messages: list[dict[str, Any]],
+                       **params: Any) -> tuple[str, dict[str, int]]: ...
+
+    async def emit(self, content: str) -> None: ...
+
+
+class NodeKind:
+    """A node type: its outputs, its branch ports, its config check, and how it runs."""
+
+    type = ""
+    #: ports a node of this type may branch on (besides "error" for on_error=branch)
+    branching = False
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return dict(node.outputs)
+
+    def ports(self, node: NodeSpec) -> tuple[str, ...]:
+        return ()
+
+    def check(self, node: NodeSpec) -> None:
+        """Raise WorkflowDefinitionError for a config this type cannot run."""
+
+    def input_types(self, node: NodeSpec) -> dict[str, str]:
+        """Expected types of some inputs, checked against what references produce."""
+        return {}
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        raise NotImplementedError
+
+
+def require(node: NodeSpec, key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    value = node.config.get(key)
+    if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
+        raise WorkflowDefinitionError(f"{node.type} node needs {what}", node.id)
+    return value

@@ -1,0 +1,110 @@
+"""Nodes that only move data: start, end, text, json, message, variable aggregation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from coze_lab.core.workflows.nodes.base import NodeContext, NodeKind, NodeResult, require
+from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
+
+
+class StartNode(NodeKind):
+    type = "start"
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        return NodeResult(outputs=dict(ctx.run_inputs))
+
+
+class EndNode(NodeKind):
+    """Its inputs are the run's outputs; an ``answer`` template is streamed as a message."""
+
+    type = "end"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {name: "any" for name in node.inputs}
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        answer = inputs.pop("__answer__", None)
+        return NodeResult(outputs=inputs, message=answer)
+
+
+class TextNode(NodeKind):
+    """``mode: concat`` renders ``template``; ``mode: split`` splits ``inputs.text``."""
+
+    type = "text"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {"output": "array" if node.config.get("mode") == "split" else "string"}
+
+    def check(self, node: NodeSpec) -> None:
+        mode = node.config.get("mode", "concat")
+        if mode == "concat":
+            require(node, "template", str, "a template")
+        elif mode == "split":
+            require(node, "separator", str, "a separator")
+            if "text" not in node.inputs:
+                raise WorkflowDefinitionError("split needs inputs={'text': ...}", node.id)
+        else:
+            raise WorkflowDefinitionError("mode must be concat or split", node.id)
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        if node.config.get("mode") == "split":
+            return NodeResult({"output": str(inputs["text"]).split(node.config["separator"])})
+        return NodeResult({"output": inputs["__template__"]})
+
+
+class JsonNode(NodeKind):
+    """``mode: serialize`` turns ``inputs.value`` into text; ``deserialize`` parses it."""
+
+    type = "json"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {"output": "string" if node.config.get("mode") == "serialize" else "any"}
+
+    def check(self, node: NodeSpec) -> None:
+        if node.config.get("mode") not in ("serialize", "deserialize"):
+            raise WorkflowDefinitionError("mode must be serialize or deserialize", node.id)
+        if "value" not in node.inputs:
+            raise WorkflowDefinitionError("json node needs inputs={'value': ...}", node.id)
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        if node.config["mode"] == "serialize":
+            return NodeResult({"output": json.dumps(inputs["value"], ensure_ascii=False)})
+        try:
+            return NodeResult({"output": json.loads(inputs["value"])})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"value is not valid JSON: {exc}") from exc
+
+
+class MessageNode(NodeKind):
+    """Streams ``content`` to the caller as an intermediate message."""
+
+    type = "message"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {"output": "string"}
+
+    def check(self, node: NodeSpec) -> None:
+        require(node, "content", str, "content")
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        content = inputs["__content__"]
+        return NodeResult({"output": content}, message=content)
+
+
+class AggregateNode(NodeKind):
+    """The first input that has a value: merges branches that ran alternatively."""
+
+    type = "aggregate"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {"output": "any"}
+
+    def check(self, node: NodeSpec) -> None:
+        if not node.inputs:
+            raise WorkflowDefinitionError("aggregate needs inputs to choose from", node.id)
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        chosen = next((v for v in inputs.values() if v is not None), None)
+        return NodeResult({"output": chosen})
