@@ -15,6 +15,7 @@ from openapi_spec_validator import validate
 from coze_lab.config import CozeLab
 from coze_lab.core.pat import TokenService
 from coze_lab.runtime import Runtime
+from coze_lab.store.migrate import head_revision
 from coze_lab.web.routes import OPENAPI, STUDIO
 from tests.support import ServerProcess
 
@@ -307,7 +308,7 @@ def test_health_reports_version_user_database_and_sandbox(server, admin) -> None
     )
     data = response.json()["data"]
     assert data["version"] and data["user"]["name"] == "alice"
-    assert data["database"]["ok"] is True and data["database"]["revision"] == "0001"
+    assert data["database"]["ok"] is True and data["database"]["revision"] == head_revision()
     assert {"installed", "started", "workers", "runs", "restarts"} <= set(data["sandbox"])
 
 

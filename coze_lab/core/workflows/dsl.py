@@ -80,10 +80,13 @@ class Workflow:
             raise WorkflowDefinitionError("the start node comes first", node.id)
         if node.type != "start" and not sources:
             raise WorkflowDefinitionError("define the start node first", node.id)
-        self._nodes.append(node)
-        self._edges.extend(Edge(src, node.id, p) for src, p in sources)
+        nodes = [*self._nodes, node]
+        edges = [*self._edges, *(Edge(src, node.id, p) for src, p in sources)]
+        # reference and type errors surface here, before the node is kept
+        validate(WorkflowSpec(self.name, self.description, tuple(self._inputs), tuple(nodes),
+                              tuple(edges)), complete=False)
+        self._nodes, self._edges = nodes, edges
         self._tail = [(node.id, None)]
-        validate(self.spec(), complete=False)  # reference and type errors surface here
         return node.id
 
     def _sources(self, after: str | Sequence[str] | None, port: str | None
@@ -101,19 +104,19 @@ class Workflow:
 
     def start(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: the function's parameters are the workflow's inputs."""
-        outputs: dict[str, str] = {}
+        inputs = []
         for param in inspect.signature(func).parameters.values():
             required = param.default is inspect.Parameter.empty
-            spec = InputSpec(
+            inputs.append(InputSpec(
                 name=param.name,
                 type=type_name(param.annotation),
                 required=required,
                 default=None if required else param.default,
-            )
-            self._inputs.append(spec)
-            outputs[param.name] = spec.type
+            ))
         self.add(NodeSpec(id=func.__name__, type="start", title=func.__name__,
-                          outputs=outputs, config={"description": inspect.getdoc(func) or ""}))
+                          outputs={i.name: i.type for i in inputs},
+                          config={"description": inspect.getdoc(func) or ""}))
+        self._inputs = inputs
         return func
 
     def code(
@@ -240,7 +243,12 @@ class Workflow:
 
 
 def _function_source(func: Callable[..., Any]) -> str:
-    source = textwrap.dedent(inspect.getsource(func))
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise WorkflowDefinitionError(
+            "cannot read the function's source (define it in a notebook cell or a file)",
+            func.__name__) from exc
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -48,6 +48,8 @@ class NodeKind:
     type = ""
     #: ports a node of this type may branch on (besides "error" for on_error=branch)
     branching = False
+    #: config keys holding templates; rendered into the inputs as ``__key__``
+    templated: tuple[str, ...] = ()
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return dict(node.outputs)

@@ -20,6 +20,7 @@ class EndNode(NodeKind):
     """Its inputs are the run's outputs; an ``answer`` template is streamed as a message."""
 
     type = "end"
+    templated = ("answer",)
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return {name: "any" for name in node.inputs}
@@ -33,6 +34,7 @@ class TextNode(NodeKind):
     """``mode: concat`` renders ``template``; ``mode: split`` splits ``inputs.text``."""
 
     type = "text"
+    templated = ("template",)
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return {"output": "array" if node.config.get("mode") == "split" else "string"}
@@ -81,6 +83,7 @@ class MessageNode(NodeKind):
     """Streams ``content`` to the caller as an intermediate message."""
 
     type = "message"
+    templated = ("content",)
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return {"output": "string"}

@@ -1,0 +1,30 @@
+"""Node types by name."""
+
+from coze_lab.core.workflows.nodes.base import (
+    InterruptRequest,
+    NodeContext,
+    NodeKind,
+    NodeResult,
+)
+from coze_lab.core.workflows.nodes.basic import (
+    AggregateNode,
+    EndNode,
+    JsonNode,
+    MessageNode,
+    StartNode,
+    TextNode,
+)
+from coze_lab.core.workflows.nodes.code import CodeNode
+from coze_lab.core.workflows.nodes.condition import ConditionNode
+from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
+from coze_lab.core.workflows.nodes.llm import LlmNode
+
+NODE_TYPES: dict[str, NodeKind] = {
+    kind.type: kind
+    for kind in (
+        StartNode(), EndNode(), TextNode(), JsonNode(), MessageNode(), AggregateNode(),
+        CodeNode(), ConditionNode(), QuestionNode(), InputNode(), LlmNode(),
+    )
+}
+
+__all__ = ["NODE_TYPES", "InterruptRequest", "NodeContext", "NodeKind", "NodeResult"]
