@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab._version import __version__
+from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
 
-__all__ = ["__version__"]
+__all__ = ["Workflow", "WorkflowDefinitionError", "__version__"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

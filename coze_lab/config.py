@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Int, List, Unicode, default
+from traitlets import Bool, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 from coze_lab.core.sandbox.settings import SandboxSettings
@@ -49,6 +49,18 @@ class CozeLab(Configurable):
     )
     max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
 
+    workflow_lease_s = Float(
+        30.0, help="Seconds a worker's claim on a running workflow lasts without renewal; "
+        "a run whose worker died is recovered after it."
+    ).tag(config=True)
+    interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
+        config=True
+    )
+
+    sandbox_cache_dir = Unicode(
+        help="Pyodide cache (read-only for code nodes); default <data_dir>/sandbox. "
+        "Point several users at one cache on a shared hub."
+    ).tag(config=True)
     sandbox_pool_size = Int(2, help="Warm Deno + Pyodide workers.").tag(config=True)
     sandbox_timeout = Int(10, help="Seconds a code node may run.").tag(config=True)
     sandbox_memory_limit_mb = Int(1024, help="RSS ceiling of a sandbox worker.").tag(config=True)
@@ -90,7 +102,9 @@ class CozeLab(Configurable):
 
     def sandbox_settings(self) -> SandboxSettings:
         return SandboxSettings(
-            cache_dir=self.data_path / "sandbox",
+            cache_dir=Path(self.sandbox_cache_dir).expanduser()
+            if self.sandbox_cache_dir
+            else self.data_path / "sandbox",
             pool_size=self.sandbox_pool_size,
             timeout_s=float(self.sandbox_timeout),
             memory_limit_mb=self.sandbox_memory_limit_mb,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from coze_lab._version import __version__
@@ -37,6 +38,8 @@ class Runtime:
             self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock
         )
         self._sandbox: Any = None
+        self._engine: Any = None
+        self.completer: Any = None  # set when a model registry is configured
 
     def start(self) -> None:
         """Prepare the database (migrations unless disabled)."""
@@ -52,6 +55,25 @@ class Runtime:
 
             self._sandbox = WorkerPool(self.config.sandbox_settings())
         return self._sandbox
+
+    @property
+    def engine(self) -> Any:
+        """The workflow engine of this runtime's event loop (created on first use)."""
+        if self._engine is None:
+            from coze_lab.core.workflows.engine import Engine, EngineSettings
+
+            self._engine = Engine(
+                self.db,
+                code_runner=lambda: self.sandbox,
+                completer=self.completer,
+                clock=self.clock,
+                settings=EngineSettings(
+                    lease_s=self.config.workflow_lease_s,
+                    interrupt_ttl=timedelta(seconds=self.config.interrupt_ttl_s),
+                    recover_every_s=max(self.config.workflow_lease_s / 2, 0.2),
+                ),
+            )
+        return self._engine
 
     def sandbox_health(self) -> dict[str, Any]:
         if self._sandbox is not None:
@@ -80,6 +102,8 @@ class Runtime:
         }
 
     async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.close()
         if self._sandbox is not None:
             await self._sandbox.close()
         self.db.dispose()

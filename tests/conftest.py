@@ -68,9 +68,19 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+SANDBOX_CACHE = Path(
+    os.environ.get("COZE_LAB_TEST_SANDBOX_CACHE", Path(__file__).parents[1] / ".cache" / "sandbox")
+)
+
+
 @pytest.fixture
 def config(tmp_path: Path, db_url: str) -> CozeLab:
-    return CozeLab(data_dir=str(tmp_path / "data"), database_url=db_url)
+    return CozeLab(
+        data_dir=str(tmp_path / "data"),
+        database_url=db_url,
+        sandbox_cache_dir=str(SANDBOX_CACHE),
+        sandbox_pool_size=1,
+    )
 
 
 @pytest.fixture

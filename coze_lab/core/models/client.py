@@ -6,6 +6,7 @@ the real SDK, so tests against :mod:`coze_lab.testing.model_server` exercise the
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -305,4 +306,7 @@ def _provider_message(exc: openai.APIStatusError) -> str:
             return error["message"]
         if isinstance(body.get("message"), str):
             return body["message"]
+    if isinstance(body, str) and body.strip():
+        text = " ".join(re.sub(r"<[^>]*>", " ", body).split())
+        return text[:200] or exc.message
     return exc.message

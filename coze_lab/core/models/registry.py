@@ -118,8 +118,10 @@ def default_from_env(environ: Mapping[str, str]) -> ModelSpec | None:
     Example:
         >>> default_from_env({}) is None
         True
-        >>> default_from_env({"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}).api_key_env
+        >>> default_from_env({"OPENAI_API_KEY": "sk-x"}).api_key_env
         'OPENAI_API_KEY'
+        >>> default_from_env({"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}).api_key_env is None
+        True
     """
     if not any(environ.get(name) for name in (ENV_BASE_URL, ENV_API_KEY, ENV_MODEL)):
         return None

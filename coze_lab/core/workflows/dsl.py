@@ -32,10 +32,22 @@ from coze_lab.core.workflows.spec import (
 )
 from coze_lab.core.workflows.validate import validate
 
-_PY_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-             dict: "object", list: "array"}
-_NAMED_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
-                "dict": "object", "list": "array"}
+_PY_TYPES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
+_NAMED_TYPES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "dict": "object",
+    "list": "array",
+}
 
 
 def type_name(annotation: Any) -> str:
@@ -83,14 +95,19 @@ class Workflow:
         nodes = [*self._nodes, node]
         edges = [*self._edges, *(Edge(src, node.id, p) for src, p in sources)]
         # reference and type errors surface here, before the node is kept
-        validate(WorkflowSpec(self.name, self.description, tuple(self._inputs), tuple(nodes),
-                              tuple(edges)), complete=False)
+        validate(
+            WorkflowSpec(
+                self.name, self.description, tuple(self._inputs), tuple(nodes), tuple(edges)
+            ),
+            complete=False,
+        )
         self._nodes, self._edges = nodes, edges
         self._tail = [(node.id, None)]
         return node.id
 
-    def _sources(self, after: str | Sequence[str] | None, port: str | None
-                 ) -> list[tuple[str, str | None]]:
+    def _sources(
+        self, after: str | Sequence[str] | None, port: str | None
+    ) -> list[tuple[str, str | None]]:
         if after is None:
             return [(src, port or p) for src, p in self._tail]
         names = [after] if isinstance(after, str) else list(after)
@@ -107,15 +124,23 @@ class Workflow:
         inputs = []
         for param in inspect.signature(func).parameters.values():
             required = param.default is inspect.Parameter.empty
-            inputs.append(InputSpec(
-                name=param.name,
-                type=type_name(param.annotation),
-                required=required,
-                default=None if required else param.default,
-            ))
-        self.add(NodeSpec(id=func.__name__, type="start", title=func.__name__,
-                          outputs={i.name: i.type for i in inputs},
-                          config={"description": inspect.getdoc(func) or ""}))
+            inputs.append(
+                InputSpec(
+                    name=param.name,
+                    type=type_name(param.annotation),
+                    required=required,
+                    default=None if required else param.default,
+                )
+            )
+        self.add(
+            NodeSpec(
+                id=func.__name__,
+                type="start",
+                title=func.__name__,
+                outputs={i.name: i.type for i in inputs},
+                config={"description": inspect.getdoc(func) or ""},
+            )
+        )
         self._inputs = inputs
         return func
 
@@ -142,14 +167,22 @@ class Workflow:
             for param in params:
                 if param.name not in bound:
                     bound[param.name] = self._bind_by_name(fn.__name__, param.name, after)
-            declared = {k: type_name(v) if not isinstance(v, str) else v
-                        for k, v in (outputs or {}).items()} or _returned_keys(source)
+            declared = {
+                k: type_name(v) if not isinstance(v, str) else v for k, v in (outputs or {}).items()
+            } or _returned_keys(source)
             self.add(
                 NodeSpec(
-                    id=fn.__name__, type="code", title=fn.__name__, inputs=bound,
+                    id=fn.__name__,
+                    type="code",
+                    title=fn.__name__,
+                    inputs=bound,
                     outputs=declared,
-                    config={"language": "python", "code": source, "entry": fn.__name__,
-                            "params": {p.name: type_name(p.annotation) for p in params}},
+                    config={
+                        "language": "python",
+                        "code": source,
+                        "entry": fn.__name__,
+                        "params": {p.name: type_name(p.annotation) for p in params},
+                    },
                     error=ErrorPolicy(**error),
                 ),
                 after=after,
@@ -164,20 +197,36 @@ class Workflow:
                 return f"{{{{{node.id}.{name}}}}}"
         raise WorkflowDefinitionError(
             f"parameter '{name}' matches no workflow input or upstream output; "
-            "bind it with inputs={...}", node_id)
+            "bind it with inputs={...}",
+            node_id,
+        )
 
-    def node(self, node_type: str, node_id: str, *, title: str = "",
-             inputs: dict[str, Any] | None = None, after: str | Sequence[str] | None = None,
-             port: str | None = None, retry: int = 0, timeout: float | None = None,
-             on_error: str = "fail", default_output: dict[str, Any] | None = None,
-             **config: Any) -> str:
+    def node(
+        self,
+        node_type: str,
+        node_id: str,
+        *,
+        title: str = "",
+        inputs: dict[str, Any] | None = None,
+        after: str | Sequence[str] | None = None,
+        port: str | None = None,
+        retry: int = 0,
+        timeout: float | None = None,
+        on_error: str = "fail",
+        default_output: dict[str, Any] | None = None,
+        **config: Any,
+    ) -> str:
         """Any node type by name: ``wf.node("http", "fetch", url=..., method="GET")``."""
         kind = NODE_TYPES.get(node_type)
         if kind is None:
             raise WorkflowDefinitionError(f"unknown node type '{node_type}'", node_id)
         spec = NodeSpec(
-            id=node_id, type=node_type, title=title or node_id, inputs=dict(inputs or {}),
-            config=config, error=ErrorPolicy(retry, timeout, on_error, default_output),
+            id=node_id,
+            type=node_type,
+            title=title or node_id,
+            inputs=dict(inputs or {}),
+            config=config,
+            error=ErrorPolicy(retry, timeout, on_error, default_output),
         )
         spec = NodeSpec(**{**spec.__dict__, "outputs": kind.outputs(spec)})
         return self.add(spec, after=after, port=port)
@@ -200,16 +249,23 @@ class Workflow:
     def message(self, node_id: str, *, content: str, **kwargs: Any) -> str:
         return self.node("message", node_id, content=content, **kwargs)
 
-    def end(self, *, after: str | Sequence[str] | None = None, answer: str | None = None,
-            node_id: str = "end", **outputs: Any) -> str:
+    def end(
+        self,
+        *,
+        after: str | Sequence[str] | None = None,
+        answer: str | None = None,
+        node_id: str = "end",
+        **outputs: Any,
+    ) -> str:
         """The end node: its keyword arguments (templates) become the run's outputs."""
         config = {"answer": answer} if answer is not None else {}
         return self.node("end", node_id, inputs=outputs, after=after, **config)
 
     # ---- results ------------------------------------------------------------------------
     def spec(self) -> WorkflowSpec:
-        return WorkflowSpec(self.name, self.description, tuple(self._inputs),
-                            tuple(self._nodes), tuple(self._edges))
+        return WorkflowSpec(
+            self.name, self.description, tuple(self._inputs), tuple(self._nodes), tuple(self._edges)
+        )
 
     def validate(self) -> WorkflowSpec:
         """The complete definition, checked (an end node reachable, and so on)."""
@@ -233,6 +289,16 @@ class Workflow:
         wf._tail = [(spec.nodes[-1].id, None)] if spec.nodes else []
         return wf
 
+    def run_local(self, **inputs: Any) -> Any:
+        """Run in-process with the same engine and store as the server; returns a LocalRun.
+
+        The run stops when it finishes or waits for a person: ``run.pending`` lists the
+        questions, ``run.resume(event_id, answer)`` continues it.
+        """
+        from coze_lab.local import default_host
+
+        return default_host().run(self.validate(), inputs)
+
     def _repr_markdown_(self) -> str:
         from coze_lab.core.workflows.render import mermaid
 
@@ -248,7 +314,8 @@ def _function_source(func: Callable[..., Any]) -> str:
     except (OSError, TypeError) as exc:
         raise WorkflowDefinitionError(
             "cannot read the function's source (define it in a notebook cell or a file)",
-            func.__name__) from exc
+            func.__name__,
+        ) from exc
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):

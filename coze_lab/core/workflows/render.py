@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from coze_lab.core.workflows.spec import WorkflowSpec
 
-_SHAPES = {"start": ("([", "])"), "end": ("([", "])"), "condition": ("{", "}"),
-           "question": ("[/", "/]"), "input": ("[/", "/]")}
+_SHAPES = {
+    "start": ("([", "])"),
+    "end": ("([", "])"),
+    "condition": ("{", "}"),
+    "question": ("[/", "/]"),
+    "input": ("[/", "/]"),
+}
 
 
 def mermaid(spec: WorkflowSpec, status: dict[str, str] | None = None) -> str:
@@ -27,8 +32,13 @@ def mermaid(spec: WorkflowSpec, status: dict[str, str] | None = None) -> str:
     for edge in spec.edges:
         arrow = f"-->|{edge.port}|" if edge.port else "-->"
         lines.append(f"  n_{edge.source} {arrow} n_{edge.target}")
-    colours = {"succeeded": "#d4f7dc", "running": "#fff3c4", "failed": "#ffd6d6",
-               "interrupted": "#d9e8ff", "skipped": "#eeeeee"}
+    colours = {
+        "succeeded": "#d4f7dc",
+        "running": "#fff3c4",
+        "failed": "#ffd6d6",
+        "interrupted": "#d9e8ff",
+        "skipped": "#eeeeee",
+    }
     for node_id, state in (status or {}).items():
         if state in colours:
             lines.append(f"  style n_{node_id} fill:{colours[state]}")

@@ -17,7 +17,9 @@ SCHEMA_VERSION = 1
 TYPES = ("string", "integer", "number", "boolean", "object", "array", "any")
 ON_ERROR = ("fail", "default", "branch")
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-REFERENCE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\s*\}\}")
+REFERENCE = re.compile(
+    r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z0-9_]+)*)\s*\}\}"
+)
 _WHOLE_REFERENCE = re.compile(r"^\s*" + REFERENCE.pattern + r"\s*$")
 
 
@@ -88,7 +90,7 @@ class ErrorPolicy:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> ErrorPolicy:
+    def from_dict(cls, data: dict[str, Any] | None, node_id: str | None = None) -> ErrorPolicy:
         data = data or {}
         policy = cls(
             retry=data.get("retry", 0),
@@ -96,11 +98,15 @@ class ErrorPolicy:
             on_error=data.get("on_error", "fail"),
             default_output=data.get("default_output"),
         )
-        policy.check()
+        policy.check(node_id)
         return policy
 
     def check(self, node_id: str | None = None) -> None:
-        if isinstance(self.retry, bool) or not isinstance(self.retry, int) or not 0 <= self.retry <= 10:
+        if (
+            isinstance(self.retry, bool)
+            or not isinstance(self.retry, int)
+            or not 0 <= self.retry <= 10
+        ):
             raise WorkflowDefinitionError("retry must be an integer within 0..10", node_id)
         if self.timeout is not None and (
             isinstance(self.timeout, bool)
@@ -174,7 +180,7 @@ class NodeSpec:
             inputs=dict(data.get("inputs") or {}),
             outputs=dict(data.get("outputs") or {}),
             config=dict(data.get("config") or {}),
-            error=ErrorPolicy.from_dict(data.get("error")),
+            error=ErrorPolicy.from_dict(data.get("error"), data["id"]),
         )
 
 

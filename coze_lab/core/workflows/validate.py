@@ -60,10 +60,12 @@ def _check_edges(spec: WorkflowSpec, nodes: dict[str, NodeSpec]) -> dict[str, se
             allowed.add("error")
         if edge.port is None and NODE_TYPES[source.type].branching:
             raise WorkflowDefinitionError(
-                f"edges from a branching node need a port: one of {sorted(allowed)}", source.id)
+                f"edges from a branching node need a port: one of {sorted(allowed)}", source.id
+            )
         if edge.port is not None and edge.port not in allowed:
             raise WorkflowDefinitionError(
-                f"no port '{edge.port}' (ports: {sorted(allowed) or 'none'})", source.id)
+                f"no port '{edge.port}' (ports: {sorted(allowed) or 'none'})", source.id
+            )
         if nodes[edge.target].type == "start":
             raise WorkflowDefinitionError("nothing may lead into the start node", edge.target)
         parents[edge.target].add(edge.source)
@@ -101,6 +103,14 @@ def _ancestors(order: list[str], parents: dict[str, set[str]]) -> dict[str, set[
     return ancestors
 
 
+def node_outputs(node: NodeSpec) -> dict[str, str]:
+    """A node's outputs by name and type; ``error`` too when failures take a branch."""
+    outputs = NODE_TYPES[node.type].outputs(node)
+    if node.error.on_error == "branch":
+        outputs = {**outputs, "error": "string"}
+    return outputs
+
+
 def _check_references(node: NodeSpec, nodes: dict[str, NodeSpec], upstream: set[str]) -> None:
     kind = NODE_TYPES[node.type]
     templated = [node.config.get(key) for key in kind.templated]
@@ -109,23 +119,30 @@ def _check_references(node: NodeSpec, nodes: dict[str, NodeSpec], upstream: set[
             raise WorkflowDefinitionError(f"{ref} refers to unknown node '{ref.node}'", node.id)
         if ref.node not in upstream:
             raise WorkflowDefinitionError(f"{ref} is not upstream of this node", node.id)
-        produced = NODE_TYPES[nodes[ref.node].type].outputs(nodes[ref.node])
+        produced = node_outputs(nodes[ref.node])
         if produced and ref.field not in produced:
             raise WorkflowDefinitionError(
                 f"{ref}: node '{ref.node}' has no output '{ref.field}' "
-                f"(outputs: {sorted(produced)})", node.id)
+                f"(outputs: {sorted(produced)})",
+                node.id,
+            )
     for name, expected in kind.input_types(node).items():
         ref = whole_reference(node.inputs.get(name))
         if ref is None or ref.path:
             continue
-        produced_type = NODE_TYPES[nodes[ref.node].type].outputs(nodes[ref.node]).get(ref.field)
+        produced_type = node_outputs(nodes[ref.node]).get(ref.field)
         if produced_type and not compatible(expected, produced_type):
             raise WorkflowDefinitionError(
-                f"parameter '{name}' expects {expected} but {ref} is {produced_type}", node.id)
+                f"parameter '{name}' expects {expected} but {ref} is {produced_type}", node.id
+            )
 
 
-def _check_complete(spec: WorkflowSpec, nodes: dict[str, NodeSpec], starts: list[str],
-                    ancestors: dict[str, set[str]]) -> None:
+def _check_complete(
+    spec: WorkflowSpec,
+    nodes: dict[str, NodeSpec],
+    starts: list[str],
+    ancestors: dict[str, set[str]],
+) -> None:
     if not starts:
         raise WorkflowDefinitionError("the workflow has no start node")
     ends = [n.id for n in spec.nodes if n.type == "end"]

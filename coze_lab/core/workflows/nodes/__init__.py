@@ -3,6 +3,7 @@
 from coze_lab.core.workflows.nodes.base import (
     InterruptRequest,
     NodeContext,
+    NodeError,
     NodeKind,
     NodeResult,
 )
@@ -22,9 +23,18 @@ from coze_lab.core.workflows.nodes.llm import LlmNode
 NODE_TYPES: dict[str, NodeKind] = {
     kind.type: kind
     for kind in (
-        StartNode(), EndNode(), TextNode(), JsonNode(), MessageNode(), AggregateNode(),
-        CodeNode(), ConditionNode(), QuestionNode(), InputNode(), LlmNode(),
+        StartNode(),
+        EndNode(),
+        TextNode(),
+        JsonNode(),
+        MessageNode(),
+        AggregateNode(),
+        CodeNode(),
+        ConditionNode(),
+        QuestionNode(),
+        InputNode(),
+        LlmNode(),
     )
 }
 
-__all__ = ["NODE_TYPES", "InterruptRequest", "NodeContext", "NodeKind", "NodeResult"]
+__all__ = ["NODE_TYPES", "InterruptRequest", "NodeContext", "NodeError", "NodeKind", "NodeResult"]

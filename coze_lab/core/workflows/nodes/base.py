@@ -8,6 +8,10 @@ from typing import Any, Protocol
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
 
 
+class NodeError(Exception):
+    """A node's own failure, reported on the node as its message (no exception name)."""
+
+
 @dataclass(frozen=True)
 class InterruptRequest:
     """Pause the run until a person answers (``type``: question, input)."""
@@ -33,11 +37,19 @@ class NodeContext(Protocol):
     run_inputs: dict[str, Any]
     resume_data: Any
 
-    async def run_code(self, code: str, params: dict[str, Any], *, language: str,
-                       entry: str | None, timeout: float | None) -> dict[str, Any]: ...
+    async def run_code(
+        self,
+        code: str,
+        params: dict[str, Any],
+        *,
+        language: str,
+        entry: str | None,
+        timeout: float | None,
+    ) -> dict[str, Any]: ...
 
-    async def complete(self, model: str, messages: list[dict[str, Any]],
-                       **params: Any) -> tuple[str, dict[str, int]]: ...
+    async def complete(
+        self, model: str, messages: list[dict[str, Any]], **params: Any
+    ) -> tuple[str, dict[str, int]]: ...
 
     async def emit(self, content: str) -> None: ...
 
@@ -59,6 +71,12 @@ class NodeKind:
 
     def check(self, node: NodeSpec) -> None:
         """Raise WorkflowDefinitionError for a config this type cannot run."""
+
+    #: references to nodes that did not run read as None instead of failing
+    lenient_inputs = False
+
+    def check_resume(self, node: NodeSpec, resume_data: Any) -> None:
+        """Raise InvalidParameter for an answer this node cannot take (before it is used)."""
 
     def input_types(self, node: NodeSpec) -> dict[str, str]:
         """Expected types of some inputs, checked against what references produce."""

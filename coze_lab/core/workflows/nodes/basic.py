@@ -100,6 +100,7 @@ class AggregateNode(NodeKind):
     """The first input that has a value: merges branches that ran alternatively."""
 
     type = "aggregate"
+    lenient_inputs = True
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return {"output": "any"}

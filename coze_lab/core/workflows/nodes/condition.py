@@ -7,8 +7,7 @@ from typing import Any
 from coze_lab.core.workflows.nodes.base import NodeContext, NodeKind, NodeResult
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
 
-OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "contains", "not_contains", "empty",
-             "not_empty")
+OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "contains", "not_contains", "empty", "not_empty")
 _UNARY = ("empty", "not_empty")
 
 
@@ -34,8 +33,9 @@ def compare(left: Any, op: str, right: Any) -> bool:
             found = False
         return found if op == "contains" else not found
     try:
-        return bool({">": left > right, ">=": left >= right, "<": left < right,
-                     "<=": left <= right}[op])
+        return bool(
+            {">": left > right, ">=": left >= right, "<": left < right, "<=": left <= right}[op]
+        )
     except TypeError:
         return False
 
@@ -63,15 +63,17 @@ class ConditionNode(NodeKind):
             if not isinstance(branch, dict) or not isinstance(branch.get("port"), str):
                 raise WorkflowDefinitionError("every branch needs a port name", node.id)
             if branch["port"] in ports or branch["port"] in ("else", "error"):
-                raise WorkflowDefinitionError(f"port '{branch['port']}' is repeated or reserved",
-                                              node.id)
+                raise WorkflowDefinitionError(
+                    f"port '{branch['port']}' is repeated or reserved", node.id
+                )
             ports.add(branch["port"])
             if branch.get("logic", "and") not in ("and", "or"):
                 raise WorkflowDefinitionError("logic must be and or or", node.id)
             when = branch.get("when")
             if not isinstance(when, list) or not when:
-                raise WorkflowDefinitionError(f"branch '{branch['port']}' has no comparisons",
-                                              node.id)
+                raise WorkflowDefinitionError(
+                    f"branch '{branch['port']}' has no comparisons", node.id
+                )
             for item in when:
                 if not isinstance(item, dict) or item.get("op") not in OPERATORS:
                     raise WorkflowDefinitionError(f"op must be one of {OPERATORS}", node.id)

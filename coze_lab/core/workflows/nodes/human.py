@@ -30,10 +30,14 @@ class QuestionNode(NodeKind):
         require(node, "question", str, "a question")
         choices = node.config.get("choices")
         if choices is not None and (
-            not isinstance(choices, list) or not choices
+            not isinstance(choices, list)
+            or not choices
             or not all(isinstance(c, str) and c for c in choices)
         ):
             raise WorkflowDefinitionError("choices must be a non-empty list of strings", node.id)
+
+    def check_resume(self, node: NodeSpec, resume_data: Any) -> None:
+        answer_of(resume_data, node.config.get("choices"))
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         choices = node.config.get("choices")
@@ -75,13 +79,20 @@ class InputNode(NodeKind):
                 raise WorkflowDefinitionError("every form field needs a name", node.id)
             if item.get("type", "string") not in FIELD_TYPES:
                 raise WorkflowDefinitionError(
-                    f"field '{item['name']}' type must be one of {list(FIELD_TYPES)}", node.id)
+                    f"field '{item['name']}' type must be one of {list(FIELD_TYPES)}", node.id
+                )
+
+    def check_resume(self, node: NodeSpec, resume_data: Any) -> None:
+        form_values(node.config["form"], resume_data)
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         form = node.config["form"]
         if ctx.resume_data is None:
-            return NodeResult(interrupt=InterruptRequest("input", {
-                "prompt": inputs.get("__prompt__", ""), "form": form}))
+            return NodeResult(
+                interrupt=InterruptRequest(
+                    "input", {"prompt": inputs.get("__prompt__", ""), "form": form}
+                )
+            )
         return NodeResult(form_values(form, ctx.resume_data))
 
 
@@ -97,7 +108,11 @@ def form_values(form: dict[str, Any], data: Any) -> dict[str, Any]:
             values[name] = item.get("default")
             continue
         value = data[name]
-        if isinstance(value, bool) and kind != "boolean" or not isinstance(value, FIELD_TYPES[kind]):
+        if (
+            (isinstance(value, bool)
+            and kind != "boolean")
+            or not isinstance(value, FIELD_TYPES[kind])
+        ):
             raise InvalidParameter(f"form field '{name}' must be {kind}")
         values[name] = value
     return values

@@ -30,8 +30,9 @@ class LlmNode(NodeKind):
         if inputs.get("__system__"):
             messages.append({"role": "system", "content": inputs["__system__"]})
         messages.append({"role": "user", "content": inputs["__prompt__"]})
-        params = {k: node.config[k] for k in ("temperature", "max_tokens", "top_p")
-                  if k in node.config}
+        params = {
+            k: node.config[k] for k in ("temperature", "max_tokens", "top_p") if k in node.config
+        }
         json_mode = node.config.get("output") == "json"
         if json_mode:
             params["response_format"] = {"type": "json_object"}

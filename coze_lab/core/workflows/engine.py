@@ -1,0 +1,598 @@
+"""The durable workflow engine.
+
+A run's progress lives in the database, not in memory: every node's record is committed
+before its successors are looked at, so a run picks up where it stopped after an
+interrupt, a cancel-and-retry, or a killed process (LangGraph's checkpoint-writes idea,
+with rows instead of blobs). A worker holds a lease on the runs it executes and renews it;
+a run whose lease lapsed is recovered by any worker, re-running only the nodes that had
+not committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
+from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
+from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo, RunStore
+from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
+from coze_lab.core.workflows.template import MissingValue, render
+from coze_lab.core.workflows.validate import validate
+from coze_lab.store import Database
+
+log = logging.getLogger("coze_lab.workflows")
+
+_PY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+class CodeRunner(Protocol):
+    async def run(
+        self,
+        code: str,
+        params: dict[str, Any],
+        *,
+        language: str = "python",
+        entry: str | None = None,
+        timeout: float | None = None,
+    ) -> Any: ...
+
+
+class Completer(Protocol):
+    async def __call__(
+        self, model: str, messages: list[dict[str, Any]], **params: Any
+    ) -> tuple[str, dict[str, int]]: ...
+
+
+class NodeFailed(Exception):
+    def __init__(self, node: NodeSpec, message: str) -> None:
+        super().__init__(f"node '{node.id}' failed: {message}")
+        self.node = node
+        self.message = message
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    lease_s: float = 30.0
+    interrupt_ttl: timedelta = timedelta(days=7)
+    recover_every_s: float = 10.0
+
+
+class _Context:
+    """What a node sees of the engine while it runs (``NodeContext``)."""
+
+    def __init__(self, engine: Engine, run: RunInfo, node: NodeSpec, resume_data: Any) -> None:
+        self._engine = engine
+        self._run = run
+        self._node = node
+        self.run_id = run.id
+        self.node_key = node.id
+        self.run_inputs = run.inputs
+        self.resume_data = resume_data
+
+    async def run_code(
+        self,
+        code: str,
+        params: dict[str, Any],
+        *,
+        language: str,
+        entry: str | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
+        runner = self._engine.code_runner()
+        result = await runner.run(code, params, language=language, entry=entry, timeout=timeout)
+        if result.error is not None:
+            raise NodeError(f"{result.error.type}: {result.error.message}")
+        return dict(result.output or {})
+
+    async def complete(
+        self, model: str, messages: list[dict[str, Any]], **params: Any
+    ) -> tuple[str, dict[str, int]]:
+        completer = self._engine.completer
+        if completer is None:
+            raise Unavailable(
+                "no model is configured: set OPENAI_BASE_URL and OPENAI_API_KEY "
+                "or a model registry (see README, Models)"
+            )
+        return await completer(model, messages, **params)
+
+    async def emit(self, content: str) -> None:
+        await self._engine._event(
+            self._run.id,
+            "message",
+            {
+                "node_id": self._node.id,
+                "node_title": self._node.title,
+                "content": content,
+                "node_is_finish": False,
+            },
+        )
+
+
+class Engine:
+    """Runs workflow definitions durably; one per process, shared by every front door.
+
+    Example:
+        >>> engine = Engine(db, code_runner=lambda: pool)               # doctest: +SKIP
+        >>> run_id = await engine.start(owner_id, spec, {"doc": "..."})  # doctest: +SKIP
+        >>> (await engine.wait(run_id)).status                          # doctest: +SKIP
+        'interrupted'
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        code_runner: Callable[[], CodeRunner],
+        completer: Completer | None = None,
+        clock: Clock = utcnow,
+        settings: EngineSettings | None = None,
+    ) -> None:
+        self.store = RunStore(db, clock=clock)
+        self.code_runner = code_runner
+        self.completer = completer
+        self.clock = clock
+        self.settings = settings or EngineSettings()
+        self.worker = f"w-{secrets.token_hex(6)}"
+        self._tasks: dict[int, asyncio.Task[RunInfo]] = {}
+        self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
+        self._recovery: asyncio.Task[None] | None = None
+
+    # ---- public operations --------------------------------------------------------------
+    async def start(
+        self,
+        owner_id: int,
+        spec: WorkflowSpec,
+        inputs: dict[str, Any],
+        *,
+        workflow_id: int | None = None,
+        version: int | None = None,
+    ) -> int:
+        """Create a run and execute it in the background; return its id (execute_id)."""
+        validate(spec)
+        values = check_inputs(spec, inputs)
+        run_id = self.store.create(
+            owner_id,
+            spec.to_dict(),
+            values,
+            workflow_id=workflow_id,
+            version=version,
+            lease_owner=self.worker,
+            lease_s=self.settings.lease_s,
+        )
+        self._launch(run_id)
+        return run_id
+
+    async def resume(self, owner_id: int, event_id: int, resume_data: Any) -> InterruptInfo:
+        """Answer a pending interrupt (once; a second answer is a Conflict) and continue."""
+        pending = self.store.interrupt(event_id, owner_id)
+        run = self.store.get(pending.run_id, owner_id, nodes=False)
+        node = WorkflowSpec.from_dict(run.definition).node(pending.node_id)
+        NODE_TYPES[node.type].check_resume(node, resume_data)
+        info = self.store.resolve(event_id, owner_id, resume_data)
+        # a run still executing here picks the answer up itself before it pauses
+        if info.run_id not in self._tasks and self.store.claim(
+            info.run_id, self.worker, self.settings.lease_s
+        ):
+            await self._event(
+                info.run_id, "resumed", {"event_id": str(event_id), "node_id": info.node_id}
+            )
+            self._launch(info.run_id)
+        return info
+
+    async def cancel(self, owner_id: int, run_id: int) -> bool:
+        """Stop a run for real: its status becomes canceled and its task is cancelled."""
+        canceled = self.store.cancel(run_id, owner_id)
+        task = self._tasks.get(run_id)
+        if task is not None:
+            task.cancel()
+        if canceled:
+            await self._event(run_id, "canceled", {})
+        return canceled
+
+    async def wait(self, run_id: int) -> RunInfo:
+        """Wait for the run's current execution to stop (finished or interrupted)."""
+        task = self._tasks.get(run_id)
+        if task is not None:
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise
+        return self.store.get(run_id)
+
+    async def events(
+        self, run_id: int, after: int = 0
+    ) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+        """Every event after ``after``: stored ones first, then live ones until the run stops."""
+        queue: asyncio.Queue[tuple[int, str, dict[str, Any]]] = asyncio.Queue()
+        self._listeners.setdefault(run_id, []).append(queue)
+        try:
+            last = after
+            for item in self.store.events(run_id, after):
+                last = item[0]
+                yield item
+                if item[1] in ("done", "interrupted", "failed", "canceled"):
+                    return
+            while True:
+                if run_id not in self._tasks and queue.empty():
+                    for item in self.store.events(run_id, last):
+                        last = item[0]
+                        yield item
+                    return
+                try:
+                    item = await asyncio.wait_for(queue.get(), timeout=1.0)
+                except asyncio.TimeoutError:
+                    continue
+                if item[0] <= last:
+                    continue
+                last = item[0]
+                yield item
+                if item[1] in ("done", "interrupted", "failed", "canceled"):
+                    return
+        finally:
+            self._listeners[run_id].remove(queue)
+            if not self._listeners[run_id]:
+                del self._listeners[run_id]
+
+    async def recover(self) -> list[int]:
+        """Take over runs whose worker died; expire overdue interrupts."""
+        for expired in self.store.expire_due():
+            await self._event(
+                expired.run_id,
+                "interrupt_expired",
+                {"event_id": str(expired.event_id), "node_id": expired.node_id},
+            )
+        taken = []
+        for run_id in self.store.stale_runs():
+            if run_id not in self._tasks and self.store.claim(
+                run_id, self.worker, self.settings.lease_s
+            ):
+                log.info("recovering run %s", run_id)
+                self._launch(run_id)
+                taken.append(run_id)
+        return taken
+
+    def start_recovery_loop(self) -> None:
+        async def loop() -> None:
+            while True:
+                try:
+                    await self.recover()
+                except Exception:  # keep recovering after a transient database error
+                    log.exception("workflow recovery failed")
+                await asyncio.sleep(self.settings.recover_every_s)
+
+        if self._recovery is None:
+            self._recovery = asyncio.get_running_loop().create_task(loop())
+
+    async def close(self) -> None:
+        tasks = [t for t in [self._recovery, *self._tasks.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---- execution ----------------------------------------------------------------------
+    def _launch(self, run_id: int) -> None:
+        task = asyncio.get_running_loop().create_task(self._execute(run_id))
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
+
+    async def _execute(self, run_id: int) -> RunInfo:
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
+        try:
+            while True:
+                status, outputs, error = await self._outcome(run_id)
+                run = self.store.get(run_id)
+                usage = _total_usage(run.nodes.values())
+                if self.store.finish(
+                    run_id, self.worker, status, outputs=outputs, error=error, usage=usage
+                ):
+                    break
+                if status != "interrupted":  # canceled or taken over meanwhile
+                    return self.store.get(run_id)
+        finally:
+            heartbeat.cancel()
+        if status == "succeeded":
+            await self._event(run_id, "done", {"outputs": outputs, "usage": usage})
+        elif status == "failed":
+            await self._event(run_id, "failed", {"error": error})
+        else:
+            pending = self.store.pending(run.owner_id, run_id)
+            await self._event(
+                run_id, "interrupted", {"pending": [str(p.event_id) for p in pending]}
+            )
+        return self.store.get(run_id)
+
+    async def _outcome(
+        self, run_id: int
+    ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        try:
+            run = self.store.get(run_id)
+            return await self._drive(run, WorkflowSpec.from_dict(run.definition))
+        except NodeFailed as failure:
+            return "failed", None, {"code": 5100, "msg": str(failure), "node_id": failure.node.id}
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # an engine bug must still end the run visibly
+            log.exception("run %s crashed", run_id)
+            return "failed", None, {"code": 5000, "msg": f"engine error: {exc}"}
+
+    async def _heartbeat(self, run_id: int) -> None:
+        while True:
+            await asyncio.sleep(self.settings.lease_s / 3)
+            status = self.store.renew(run_id, self.worker, self.settings.lease_s)
+            if status != "running":  # canceled elsewhere, or the lease was taken over
+                task = self._tasks.get(run_id)
+                if task is not None:
+                    task.cancel()
+                return
+
+    async def _drive(
+        self, run: RunInfo, spec: WorkflowSpec
+    ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        records = dict(run.nodes)
+        values: dict[str, dict[str, Any]] = {
+            key: rec.outputs or {} for key, rec in records.items() if rec.status == "succeeded"
+        }
+        incoming: dict[str, list[Any]] = {n.id: [] for n in spec.nodes}
+        for edge in spec.edges:
+            incoming[edge.target].append(edge)
+        running: dict[asyncio.Task[NodeRecord], NodeSpec] = {}
+        try:
+            while True:
+                progressed = True
+                while progressed:  # skip decisions can unlock more skips
+                    progressed = False
+                    for node in spec.nodes:
+                        if node.id in records and records[node.id].status not in (
+                            "pending",
+                            "running",
+                        ):
+                            continue
+                        if any(n.id == node.id for n in running.values()):
+                            continue
+                        state = _readiness(incoming[node.id], records)
+                        if state == "wait":
+                            continue
+                        if state == "skip":
+                            records[node.id] = await self._skip(run, node)
+                            progressed = True
+                            continue
+                        task = asyncio.get_running_loop().create_task(
+                            self._run_node(run, node, values, records.get(node.id))
+                        )
+                        running[task] = node
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    node = running.pop(task)
+                    record = task.result()  # NodeFailed propagates: the run fails
+                    records[node.id] = record
+                    if record.status == "succeeded":
+                        values[node.id] = record.outputs or {}
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+        if any(r.status == "interrupted" for r in records.values()):
+            return "interrupted", None, None
+        end = next(n for n in spec.nodes if n.type == "end")
+        if records.get(end.id) is None or records[end.id].status != "succeeded":
+            return "failed", None, {"code": 5101, "msg": "the end node was not reached"}
+        return "succeeded", values[end.id], None
+
+    async def _skip(self, run: RunInfo, node: NodeSpec) -> NodeRecord:
+        self.store.finish_node(run.id, node.id, "skipped", node_id=node.id, node_type=node.type)
+        await self._event(run.id, "node_skipped", {"node_id": node.id, "node_title": node.title})
+        return NodeRecord(
+            node.id, node.id, node.type, "skipped", None, None, None, None, 0, None, None, None
+        )
+
+    async def _run_node(
+        self,
+        run: RunInfo,
+        node: NodeSpec,
+        values: dict[str, dict[str, Any]],
+        previous: NodeRecord | None,
+    ) -> NodeRecord:
+        kind = NODE_TYPES[node.type]
+        resume_data = self.store.answered(run.id, node.id) if previous is not None else None
+        try:
+            inputs = resolve_inputs(kind, node, values)
+        except MissingValue as exc:
+            raise NodeFailed(node, f"{exc} has no value (its node did not run)") from exc
+        self.store.begin_node(run.id, node.id, node.id, node.type, _public(inputs))
+        await self._event(
+            run.id,
+            "node_started",
+            {"node_id": node.id, "node_title": node.title, "node_type": node.type},
+        )
+        result, error, tries = await self._attempts(run, node, kind, inputs, resume_data)
+        if result is None:
+            assert error is not None
+            result = self._on_error(node, error)
+        event_id = self.store.finish_node(
+            run.id,
+            node.id,
+            "interrupted" if result.interrupt else "succeeded",
+            outputs=result.outputs,
+            port=result.port,
+            usage=result.usage,
+            retries=tries - 1,
+            error=None if error is None else {"msg": error},
+            interrupt=None
+            if result.interrupt is None
+            else (
+                result.interrupt.type,
+                result.interrupt.data,
+                self.settings.interrupt_ttl,
+                run.owner_id,
+            ),
+        )
+        if result.interrupt is not None:
+            await self._event(
+                run.id,
+                "interrupt",
+                {
+                    "event_id": str(event_id),
+                    "type": result.interrupt.type,
+                    "data": result.interrupt.data,
+                    "node_id": node.id,
+                    "node_title": node.title,
+                },
+            )
+        else:
+            if result.message is not None:
+                await self._event(
+                    run.id,
+                    "message",
+                    {
+                        "node_id": node.id,
+                        "node_title": node.title,
+                        "content": result.message,
+                        "node_is_finish": True,
+                    },
+                )
+            await self._event(
+                run.id,
+                "node_finished",
+                {
+                    "node_id": node.id,
+                    "node_title": node.title,
+                    "port": result.port,
+                    "error": error,
+                    "usage": result.usage,
+                },
+            )
+        return NodeRecord(
+            node.id,
+            node.id,
+            node.type,
+            "interrupted" if result.interrupt else "succeeded",
+            _public(inputs),
+            result.outputs,
+            result.port,
+            None if error is None else {"msg": error},
+            1,
+            result.usage,
+            None,
+            None,
+        )
+
+    async def _attempts(
+        self, run: RunInfo, node: NodeSpec, kind: NodeKind, inputs: dict[str, Any], resume_data: Any
+    ) -> tuple[NodeResult | None, str | None, int]:
+        error = None
+        for attempt in range(node.error.retry + 1):
+            ctx = _Context(self, run, node, resume_data)
+            try:
+                call: Awaitable[NodeResult] = kind.run(ctx, node, dict(inputs))
+                if node.error.timeout is not None:
+                    call = asyncio.wait_for(call, timeout=node.error.timeout)
+                return await call, None, attempt + 1
+            except asyncio.CancelledError:
+                raise
+            except asyncio.TimeoutError:
+                error = f"timed out after {node.error.timeout} s"
+            except CozeLabError as exc:
+                error = exc.msg
+            except NodeError as exc:
+                error = str(exc)
+            except Exception as exc:  # a node's own failure, reported on the node
+                error = f"{type(exc).__name__}: {exc}"
+            log.info("run %s node %s attempt %d failed: %s", run.id, node.id, attempt + 1, error)
+        return None, error, node.error.retry + 1
+
+    def _on_error(self, node: NodeSpec, error: str) -> NodeResult:
+        if node.error.on_error == "default":
+            return NodeResult(outputs=dict(node.error.default_output or {}))
+        if node.error.on_error == "branch":
+            return NodeResult(outputs={"error": error}, port="error")
+        raise NodeFailed(node, error)
+
+    async def _event(self, run_id: int, event: str, data: dict[str, Any]) -> None:
+        seq = self.store.add_event(run_id, event, data)
+        for queue in self._listeners.get(run_id, []):
+            queue.put_nowait((seq, event, data))
+
+
+def resolve_inputs(
+    kind: NodeKind, node: NodeSpec, values: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    strict = not kind.lenient_inputs
+    inputs = render(node.inputs, values, strict=strict)
+    for key in kind.templated:
+        if key in node.config:
+            inputs[f"__{key}__"] = render(node.config[key], values, strict=strict)
+    return inputs
+
+
+def check_inputs(spec: WorkflowSpec, given: dict[str, Any]) -> dict[str, Any]:
+    """The run's inputs with defaults applied; InvalidParameter names what is wrong."""
+    if not isinstance(given, dict):
+        raise InvalidParameter("parameters must be an object")
+    known = {i.name: i for i in spec.inputs}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise InvalidParameter(f"unknown parameters {unknown}; expected {sorted(known)}")
+    values: dict[str, Any] = {}
+    for name, item in known.items():
+        if name not in given or given[name] is None:
+            if item.required:
+                raise InvalidParameter(f"parameter '{name}' is required")
+            values[name] = item.default
+            continue
+        value = given[name]
+        expected = _PY_TYPES.get(item.type)
+        if expected is not None and (
+            not isinstance(value, expected) or (isinstance(value, bool) and item.type != "boolean")
+        ):
+            raise InvalidParameter(f"parameter '{name}' must be {item.type}")
+        values[name] = value
+    return values
+
+
+def _readiness(edges: list[Any], records: dict[str, NodeRecord]) -> str:
+    """``run`` when every predecessor finished and one edge is live, ``skip`` when none is."""
+    if not edges:
+        return "run"
+    live = False
+    for edge in edges:
+        source = records.get(edge.source)
+        if source is None or source.status not in ("succeeded", "skipped"):
+            return "wait"
+        if source.status == "succeeded" and source.port == edge.port:
+            live = True
+    return "run" if live else "skip"
+
+
+def _public(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in inputs.items() if not k.startswith("__")} | {
+        k.strip("_"): v for k, v in inputs.items() if k.startswith("__")
+    }
+
+
+def _total_usage(records: Any) -> dict[str, int] | None:
+    total = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    seen = False
+    for record in records:
+        if record.usage:
+            seen = True
+            for key in total:
+                total[key] += int(record.usage.get(key, 0))
+    return total if seen else None

@@ -1,0 +1,529 @@
+"""Durable run state: runs, node records (checkpoint writes), interrupts and events.
+
+Every method is one short transaction. A node's record is committed before the engine
+looks at its successors; an interrupt is committed together with its node's record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.errors import Conflict, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import Interrupt, NodeRun, RunEvent, WorkflowRun
+
+FINISHED = ("succeeded", "failed", "canceled")
+
+
+class InterruptGone(Conflict):
+    """The interrupt was answered already, expired, or its run was canceled."""
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    node_key: str
+    node_id: str
+    node_type: str
+    status: str
+    inputs: dict[str, Any] | None
+    outputs: dict[str, Any] | None
+    port: str | None
+    error: dict[str, Any] | None
+    attempts: int
+    usage: dict[str, int] | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def latency_ms(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds() * 1000
+
+
+@dataclass(frozen=True)
+class InterruptInfo:
+    event_id: int
+    run_id: int
+    node_key: str
+    node_id: str
+    type: str
+    data: dict[str, Any]
+    status: str
+    resume_data: Any
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass
+class RunInfo:
+    id: int
+    owner_id: int
+    workflow_id: int | None
+    version: int | None
+    definition: dict[str, Any]
+    status: str
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] | None
+    error: dict[str, Any] | None
+    usage: dict[str, int] | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+
+
+class RunStore:
+    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+        self.db = db
+        self.clock = clock
+
+    # ---- runs ---------------------------------------------------------------------------
+    def create(
+        self,
+        owner_id: int,
+        definition: dict[str, Any],
+        inputs: dict[str, Any],
+        *,
+        workflow_id: int | None = None,
+        version: int | None = None,
+        lease_owner: str | None = None,
+        lease_s: float = 30,
+    ) -> int:
+        now = self.clock()
+        run = WorkflowRun(
+            id=new_id(),
+            owner_id=owner_id,
+            workflow_id=workflow_id,
+            version=version,
+            definition=definition,
+            status="running",
+            inputs=inputs,
+            outputs=None,
+            error=None,
+            usage=None,
+            lease_owner=lease_owner,
+            lease_until=now + timedelta(seconds=lease_s) if lease_owner else None,
+            created_at=now,
+            updated_at=now,
+            finished_at=None,
+        )
+        with self.db.transaction() as session:
+            session.add(run)
+        return run.id
+
+    def get(self, run_id: int, owner_id: int | None = None, *, nodes: bool = True) -> RunInfo:
+        with self.db.transaction() as session:
+            query = select(WorkflowRun).where(WorkflowRun.id == run_id)
+            if owner_id is not None:
+                query = query.where(WorkflowRun.owner_id == owner_id)
+            row = session.scalars(query).first()
+            if row is None:
+                raise NotFound(f"run {run_id} does not exist")
+            info = _run_info(row)
+            if nodes:
+                for node in session.scalars(select(NodeRun).where(NodeRun.run_id == run_id)):
+                    info.nodes[node.node_key] = _node_record(node)
+        return info
+
+    def list(
+        self, owner_id: int, *, workflow_id: int | None = None, limit: int = 20, offset: int = 0
+    ) -> list[RunInfo]:
+        query = select(WorkflowRun).where(WorkflowRun.owner_id == owner_id)
+        if workflow_id is not None:
+            query = query.where(WorkflowRun.workflow_id == workflow_id)
+        with self.db.transaction() as session:
+            rows = session.scalars(
+                query.order_by(WorkflowRun.id.desc()).limit(limit).offset(offset)
+            ).all()
+            return [_run_info(row) for row in rows]
+
+    def claim(self, run_id: int, worker: str, lease_s: float) -> bool:
+        """Take the run's lease unless a live worker holds it; only running runs are taken."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            result = session.execute(
+                update(WorkflowRun)
+                .where(
+                    WorkflowRun.id == run_id,
+                    WorkflowRun.status == "running",
+                    or_(
+                        WorkflowRun.lease_owner.is_(None),
+                        WorkflowRun.lease_owner == worker,
+                        WorkflowRun.lease_until < now,
+                    ),
+                )
+                .values(
+                    lease_owner=worker, lease_until=now + timedelta(seconds=lease_s), updated_at=now
+                )
+            )
+            return result.rowcount == 1
+
+    def renew(self, run_id: int, worker: str, lease_s: float) -> str | None:
+        """Extend the lease; return the run's status (None when the lease was lost)."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            session.execute(
+                update(WorkflowRun)
+                .where(WorkflowRun.id == run_id, WorkflowRun.lease_owner == worker)
+                .values(lease_until=now + timedelta(seconds=lease_s))
+            )
+            row = session.execute(
+                select(WorkflowRun.status, WorkflowRun.lease_owner).where(WorkflowRun.id == run_id)
+            ).first()
+        if row is None or row.lease_owner != worker:
+            return None
+        return row.status
+
+    def stale_runs(self, limit: int = 50) -> list[int]:
+        """Running runs whose worker stopped renewing its lease (it died)."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            return list(
+                session.scalars(
+                    select(WorkflowRun.id)
+                    .where(
+                        WorkflowRun.status == "running",
+                        or_(WorkflowRun.lease_until.is_(None), WorkflowRun.lease_until < now),
+                    )
+                    .order_by(WorkflowRun.id)
+                    .limit(limit)
+                )
+            )
+
+    def finish(
+        self,
+        run_id: int,
+        worker: str,
+        status: str,
+        *,
+        outputs: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        usage: dict[str, int] | None = None,
+    ) -> bool:
+        """Record the run's end (or its pause as ``interrupted``) and release the lease."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            if (
+                status == "interrupted"
+                and session.execute(
+                    select(NodeRun.id).where(NodeRun.run_id == run_id, NodeRun.status == "pending")
+                ).first()
+                is not None
+            ):
+                return False  # an answer arrived meanwhile: the worker drives on
+            result = session.execute(
+                update(WorkflowRun)
+                .where(
+                    WorkflowRun.id == run_id,
+                    WorkflowRun.status == "running",
+                    WorkflowRun.lease_owner == worker,
+                )
+                .values(
+                    status=status,
+                    outputs=outputs,
+                    error=error,
+                    usage=usage,
+                    lease_owner=None,
+                    lease_until=None,
+                    updated_at=now,
+                    finished_at=now if status in FINISHED else None,
+                )
+            )
+            return result.rowcount == 1
+
+    def cancel(self, run_id: int, owner_id: int) -> bool:
+        now = self.clock()
+        with self.db.transaction() as session:
+            exists = session.execute(
+                select(WorkflowRun.status).where(
+                    WorkflowRun.id == run_id, WorkflowRun.owner_id == owner_id
+                )
+            ).first()
+            if exists is None:
+                raise NotFound(f"run {run_id} does not exist")
+            result = session.execute(
+                update(WorkflowRun)
+                .where(WorkflowRun.id == run_id, WorkflowRun.status.in_(("running", "interrupted")))
+                .values(
+                    status="canceled",
+                    lease_owner=None,
+                    lease_until=None,
+                    updated_at=now,
+                    finished_at=now,
+                    error={"code": 4300, "msg": "canceled"},
+                )
+            )
+            session.execute(
+                update(Interrupt)
+                .where(Interrupt.run_id == run_id, Interrupt.status == "pending")
+                .values(status="canceled", resolved_at=now)
+            )
+            return result.rowcount == 1
+
+    # ---- nodes --------------------------------------------------------------------------
+    def begin_node(
+        self,
+        run_id: int,
+        node_key: str,
+        node_id: str,
+        node_type: str,
+        inputs: dict[str, Any] | None,
+    ) -> None:
+        now = self.clock()
+        with self.db.transaction() as session:
+            row = session.scalars(
+                select(NodeRun).where(NodeRun.run_id == run_id, NodeRun.node_key == node_key)
+            ).first()
+            if row is None:
+                session.add(
+                    NodeRun(
+                        id=new_id(),
+                        run_id=run_id,
+                        node_key=node_key,
+                        node_id=node_id,
+                        node_type=node_type,
+                        status="running",
+                        inputs=inputs,
+                        outputs=None,
+                        port=None,
+                        error=None,
+                        attempts=1,
+                        usage=None,
+                        started_at=now,
+                        finished_at=None,
+                    )
+                )
+            else:
+                row.status, row.inputs, row.error = "running", inputs, None
+                row.attempts += 1
+                row.started_at, row.finished_at = now, None
+
+    def finish_node(
+        self,
+        run_id: int,
+        node_key: str,
+        status: str,
+        *,
+        node_id: str = "",
+        node_type: str = "",
+        outputs: dict[str, Any] | None = None,
+        port: str | None = None,
+        error: dict[str, Any] | None = None,
+        usage: dict[str, int] | None = None,
+        retries: int = 0,
+        interrupt: tuple[str, dict[str, Any], timedelta, int] | None = None,
+    ) -> int | None:
+        """Commit a node's result; with ``interrupt`` also store it and return its event id."""
+        now = self.clock()
+        event_id = None
+        with self.db.transaction() as session:
+            row = session.scalars(
+                select(NodeRun).where(NodeRun.run_id == run_id, NodeRun.node_key == node_key)
+            ).first()
+            if row is None:  # skipped nodes never began
+                row = NodeRun(
+                    id=new_id(),
+                    run_id=run_id,
+                    node_key=node_key,
+                    node_id=node_id,
+                    node_type=node_type,
+                    inputs=None,
+                    attempts=0,
+                    started_at=None,
+                )
+                session.add(row)
+            row.status, row.outputs, row.port, row.error = status, outputs, port, error
+            row.usage, row.finished_at = usage, now
+            row.attempts += retries
+            if interrupt is not None:
+                kind, data, ttl, owner_id = interrupt
+                event_id = new_id()
+                session.add(
+                    Interrupt(
+                        id=event_id,
+                        run_id=run_id,
+                        owner_id=owner_id,
+                        node_key=node_key,
+                        node_id=row.node_id,
+                        type=kind,
+                        data=data,
+                        status="pending",
+                        resume_data=None,
+                        created_at=now,
+                        expires_at=now + ttl,
+                        resolved_at=None,
+                    )
+                )
+        return event_id
+
+    # ---- interrupts ---------------------------------------------------------------------
+    def interrupt(self, event_id: int, owner_id: int) -> InterruptInfo:
+        with self.db.transaction() as session:
+            row = session.scalars(
+                select(Interrupt).where(Interrupt.id == event_id, Interrupt.owner_id == owner_id)
+            ).first()
+            if row is None:
+                raise NotFound(f"interrupt {event_id} does not exist")
+            return _interrupt_info(row)
+
+    def resolve(self, event_id: int, owner_id: int, resume_data: Any) -> InterruptInfo:
+        """Mark a pending interrupt answered and its run runnable; exactly one caller wins."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            row = session.scalars(
+                select(Interrupt).where(Interrupt.id == event_id, Interrupt.owner_id == owner_id)
+            ).first()
+            if row is None:
+                raise NotFound(f"interrupt {event_id} does not exist")
+            won = (
+                session.execute(
+                    update(Interrupt)
+                    .where(
+                        Interrupt.id == event_id,
+                        Interrupt.status == "pending",
+                        Interrupt.expires_at > now,
+                    )
+                    .values(status="resumed", resume_data={"value": resume_data}, resolved_at=now)
+                ).rowcount
+                == 1
+            )
+            if not won:
+                state = "expired" if row.status == "pending" else row.status
+                raise InterruptGone(f"interrupt {event_id} is {state}; it cannot be resumed")
+            session.execute(
+                update(NodeRun)
+                .where(NodeRun.run_id == row.run_id, NodeRun.node_key == row.node_key)
+                .values(status="pending")
+            )
+            session.execute(
+                update(WorkflowRun)
+                .where(
+                    WorkflowRun.id == row.run_id, WorkflowRun.status.in_(("interrupted", "running"))
+                )
+                .values(status="running", updated_at=now)
+            )
+            session.refresh(row)
+            return _interrupt_info(row)
+
+    def answered(self, run_id: int, node_key: str) -> Any:
+        """The newest answer given to the node's interrupt (what a re-run node reads)."""
+        with self.db.transaction() as session:
+            row = session.scalars(
+                select(Interrupt)
+                .where(
+                    Interrupt.run_id == run_id,
+                    Interrupt.node_key == node_key,
+                    Interrupt.status == "resumed",
+                )
+                .order_by(Interrupt.resolved_at.desc(), Interrupt.id.desc())
+            ).first()
+        return None if row is None or row.resume_data is None else row.resume_data["value"]
+
+    def pending(self, owner_id: int, run_id: int | None = None) -> list[InterruptInfo]:
+        query = select(Interrupt).where(
+            Interrupt.owner_id == owner_id, Interrupt.status == "pending"
+        )
+        if run_id is not None:
+            query = query.where(Interrupt.run_id == run_id)
+        with self.db.transaction() as session:
+            return [_interrupt_info(r) for r in session.scalars(query.order_by(Interrupt.id))]
+
+    def expire_due(self) -> list[InterruptInfo]:
+        """Mark pending interrupts past their expiry as expired; return them."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            rows = session.scalars(
+                select(Interrupt).where(Interrupt.status == "pending", Interrupt.expires_at <= now)
+            ).all()
+            for row in rows:
+                row.status, row.resolved_at = "expired", now
+            return [_interrupt_info(r) for r in rows]
+
+    # ---- events -------------------------------------------------------------------------
+    def add_event(self, run_id: int, event: str, data: dict[str, Any]) -> int:
+        with self.db.transaction() as session:
+            seq = (
+                session.execute(
+                    select(func.coalesce(func.max(RunEvent.seq), 0)).where(
+                        RunEvent.run_id == run_id
+                    )
+                ).scalar_one()
+                + 1
+            )
+            session.add(
+                RunEvent(
+                    id=new_id(),
+                    run_id=run_id,
+                    seq=seq,
+                    event=event,
+                    data=data,
+                    created_at=self.clock(),
+                )
+            )
+        return seq
+
+    def events(self, run_id: int, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
+        with self.db.transaction() as session:
+            rows = session.execute(
+                select(RunEvent.seq, RunEvent.event, RunEvent.data)
+                .where(RunEvent.run_id == run_id, RunEvent.seq > after)
+                .order_by(RunEvent.seq)
+            ).all()
+        return [(r.seq, r.event, r.data) for r in rows]
+
+
+def _run_info(row: WorkflowRun) -> RunInfo:
+    return RunInfo(
+        id=row.id,
+        owner_id=row.owner_id,
+        workflow_id=row.workflow_id,
+        version=row.version,
+        definition=row.definition,
+        status=row.status,
+        inputs=row.inputs,
+        outputs=row.outputs,
+        error=row.error,
+        usage=row.usage,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        finished_at=row.finished_at,
+    )
+
+
+def _node_record(row: NodeRun) -> NodeRecord:
+    return NodeRecord(
+        node_key=row.node_key,
+        node_id=row.node_id,
+        node_type=row.node_type,
+        status=row.status,
+        inputs=row.inputs,
+        outputs=row.outputs,
+        port=row.port,
+        error=row.error,
+        attempts=row.attempts,
+        usage=row.usage,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def _interrupt_info(row: Interrupt) -> InterruptInfo:
+    return InterruptInfo(
+        event_id=row.id,
+        run_id=row.run_id,
+        node_key=row.node_key,
+        node_id=row.node_id,
+        type=row.type,
+        data=row.data,
+        status=row.status,
+        resume_data=None if row.resume_data is None else row.resume_data.get("value"),
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )

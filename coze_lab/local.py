@@ -1,0 +1,120 @@
+"""``wf.run_local()``: the server's engine and store, in-process, with a synchronous API.
+
+The engine runs on a background event loop thread, so the same calls work in a script, in
+pytest and in a notebook cell (whose own loop is already running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from coze_lab.config import CozeLab
+from coze_lab.core.identity import UserInfo
+from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo
+from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.runtime import Runtime
+
+T = TypeVar("T")
+
+
+class LocalHost:
+    """A runtime plus an event loop thread that owns its engine and sandbox pool."""
+
+    def __init__(self, runtime: Runtime, user: str | None = None) -> None:
+        self.runtime = runtime
+        self.user: UserInfo = runtime.identity.ensure_user(user or runtime.config.local_user)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, daemon=True, name="coze-lab-local"
+        )
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def run(self, spec: WorkflowSpec, inputs: dict[str, Any]) -> LocalRun:
+        async def start_and_wait() -> RunInfo:
+            engine = self.runtime.engine
+            run_id = await engine.start(self.user.id, spec, inputs)
+            return await engine.wait(run_id)
+
+        return LocalRun(self, self.call(start_and_wait()))
+
+    def close(self) -> None:
+        self.call(self.runtime.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+_default: LocalHost | None = None
+_lock = threading.Lock()
+
+
+def default_host() -> LocalHost:
+    """The process-wide host: the configured database (as the lab server uses it)."""
+    global _default
+    with _lock:
+        if _default is None:
+            runtime = Runtime(CozeLab())
+            runtime.start()
+            _default = LocalHost(runtime)
+        return _default
+
+
+def use_runtime(runtime: Runtime, user: str | None = None) -> LocalHost:
+    """Make ``run_local`` use ``runtime`` (tests, or a notebook with its own database)."""
+    global _default
+    with _lock:
+        _default = LocalHost(runtime, user)
+        return _default
+
+
+@dataclass
+class LocalRun:
+    """A run started by ``run_local``: its status, outputs, pending questions and nodes."""
+
+    host: LocalHost
+    info: RunInfo
+    pending: list[InterruptInfo] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.pending = self.host.runtime.engine.store.pending(self.info.owner_id, self.info.id)
+
+    @property
+    def id(self) -> int:
+        return self.info.id
+
+    @property
+    def status(self) -> str:
+        return self.info.status
+
+    @property
+    def outputs(self) -> dict[str, Any] | None:
+        return self.info.outputs
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.info.error
+
+    @property
+    def nodes(self) -> dict[str, NodeRecord]:
+        return self.info.nodes
+
+    def resume(self, event_id: int | str, data: Any) -> LocalRun:
+        """Answer a pending question and wait until the run stops again."""
+
+        async def answer() -> RunInfo:
+            engine = self.host.runtime.engine
+            info = await engine.resume(self.info.owner_id, int(event_id), data)
+            return await engine.wait(info.run_id)
+
+        self.info = self.host.call(answer())
+        self.__post_init__()
+        return self
+
+    def __repr__(self) -> str:
+        return f"LocalRun(id={self.id}, status={self.status!r}, pending={len(self.pending)})"

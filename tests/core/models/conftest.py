@@ -1,0 +1,23 @@
+"""A fresh local model server per test, and a client with retries off (errors arrive once)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+
+from coze_lab.core.models import ModelClient
+from coze_lab.testing import ModelServer
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    with ModelServer() as srv:
+        yield srv
+
+
+@pytest_asyncio.fixture
+async def client() -> AsyncIterator[ModelClient]:
+    async with ModelClient(max_retries=0, timeout=10) as model_client:
+        yield model_client

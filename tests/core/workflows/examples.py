@@ -1,0 +1,98 @@
+"""Workflows defined at module level, as a notebook would (inspect needs real source)."""
+
+from __future__ import annotations
+
+import coze_lab as cl
+
+# ---- the issue's example, verbatim --------------------------------------------------------
+wf = cl.Workflow("doc_review", description="Summarize a document and ask a person to approve it")
+
+@wf.start
+def start(doc: str, reviewer: str = "anonymous"):
+    """Inputs: a document and who reviews it."""
+
+@wf.code
+def clean(doc: str) -> dict:          # runs in the sandbox, never in the kernel
+    text = " ".join(doc.split())
+    return {"text": text, "words": len(text.split())}
+
+wf.llm("summarize", prompt="Summarize in one sentence: {{clean.text}}")
+wf.question("approve", question="Approve this summary?\n{{summarize.output}}", choices=["yes", "no"])
+wf.end(summary="{{summarize.output}}", words="{{clean.words}}", approved="{{approve.answer}}")
+DOC_REVIEW = wf
+
+# ---- the same without a model: code, then a question --------------------------------------
+review = cl.Workflow("review_no_model")
+
+
+@review.start
+def begin(doc: str):
+    """A document."""
+
+
+@review.code
+def tidy(doc: str) -> dict:
+    text = " ".join(doc.split())
+    return {"text": text, "words": len(text.split())}
+
+
+review.question("approve", question="Approve '{{tidy.text}}'?", choices=["yes", "no"])
+review.end(text="{{tidy.text}}", words="{{tidy.words}}", approved="{{approve.answer}}")
+REVIEW = review
+
+# ---- two questions on parallel branches ---------------------------------------------------
+parallel = cl.Workflow("two_questions")
+
+
+@parallel.start
+def kickoff(topic: str):
+    """A topic."""
+
+
+parallel.question("legal", question="Legal OK for {{kickoff.topic}}?", after="kickoff")
+parallel.question("brand", question="Brand OK for {{kickoff.topic}}?", after="kickoff")
+parallel.end(legal="{{legal.answer}}", brand="{{brand.answer}}", after=["legal", "brand"])
+PARALLEL = parallel
+
+# ---- failures: retry, default output, error branch, timeout -------------------------------
+failing = cl.Workflow("failing")
+
+
+@failing.start
+def go(n: int):
+    """A number."""
+
+
+@failing.code(retry=2, on_error="default", default_output={"value": -1})
+def flaky(n: int) -> dict:
+    raise ValueError(f"bad {n}")
+
+
+@failing.code(on_error="branch", after="flaky")
+def broken(n: int) -> dict:
+    return {"value": 1 // (n - n)}
+
+
+failing.text("recovered", template="recovered from: {{broken.error}}", after="broken:error")
+failing.text("fine", template="no error", after="broken")
+failing.node("aggregate", "outcome", inputs={"a": "{{recovered.output}}", "b": "{{fine.output}}"},
+             after=["recovered", "fine"])
+failing.end(flaky="{{flaky.value}}", outcome="{{outcome.output}}")
+FAILING = failing
+
+slow = cl.Workflow("slow")
+
+
+@slow.start
+def slow_start(n: int):
+    """A number."""
+
+
+@slow.code(timeout=1)
+def spin(n: int) -> dict:
+    while True:
+        n += 1
+
+
+slow.end(n="{{spin.n}}")
+SLOW = slow

@@ -1,0 +1,183 @@
+"""The engine with real parts: the database of each backend and the Deno + Pyodide sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.workflows.runs import InterruptGone
+from coze_lab.local import LocalHost, LocalRun
+from coze_lab.store.models import NodeRun, RunEvent
+from tests.core.workflows.examples import FAILING, PARALLEL, REVIEW, SLOW
+from tests.support import FakeClock
+
+
+def test_code_node_runs_in_the_sandbox_and_the_question_pauses(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "  a   short\n doc  "})
+    assert run.status == "interrupted"
+    assert run.nodes["tidy"].outputs == {"text": "a short doc", "words": 3}
+    assert run.nodes["tidy"].status == "succeeded"
+    [pending] = run.pending
+    assert pending.type == "question"
+    assert pending.data == {"question": "Approve 'a short doc'?", "choices": ["yes", "no"]}
+    run.resume(pending.event_id, "yes")
+    assert run.status == "succeeded"
+    assert run.outputs == {"text": "a short doc", "words": 3, "approved": "yes"}
+
+
+def test_completed_nodes_never_run_twice(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x y"})
+    before = run.nodes["tidy"]
+    run.resume(run.pending[0].event_id, "no")
+    after = run.nodes["tidy"]
+    assert after.attempts == before.attempts == 1
+    assert after.started_at == before.started_at and after.finished_at == before.finished_at
+
+
+def test_node_records_hold_inputs_outputs_and_timing(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "one two"})
+    tidy = run.nodes["tidy"]
+    assert tidy.inputs == {"doc": "one two"}
+    assert tidy.latency_ms is not None and tidy.latency_ms >= 0
+    approve = run.nodes["approve"]
+    assert approve.status == "interrupted"
+    assert approve.inputs == {"question": "Approve 'one two'?"}
+
+
+def test_a_wrong_answer_is_refused_and_keeps_the_question(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    event_id = run.pending[0].event_id
+    with pytest.raises(InvalidParameter, match="one of"):
+        run.resume(event_id, "perhaps")
+    assert [p.event_id for p in LocalRun(host, run.info).pending] == [event_id]
+    run.resume(event_id, {"answer": "yes"})
+    assert run.status == "succeeded"
+
+
+def test_a_second_resume_is_refused(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    event_id = run.pending[0].event_id
+    run.resume(event_id, "yes")
+    with pytest.raises(InterruptGone):
+        run.resume(event_id, "no")
+    assert run.outputs["approved"] == "yes"
+
+
+def test_two_concurrent_resumes_exactly_one_wins(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    event_id = run.pending[0].event_id
+    engine = host.runtime.engine
+
+    async def both() -> list:
+        return await asyncio.gather(
+            engine.resume(run.info.owner_id, event_id, "yes"),
+            engine.resume(run.info.owner_id, event_id, "no"),
+            return_exceptions=True,
+        )
+
+    results = host.call(both())
+    assert sum(isinstance(r, InterruptGone) for r in results) == 1
+    final = host.call(engine.wait(run.id))
+    winner = next(r for r in results if not isinstance(r, Exception))
+    assert final.outputs["approved"] == winner.resume_data
+
+
+def test_parallel_questions_are_pending_at_once(host: LocalHost) -> None:
+    run = host.run(PARALLEL.validate(), {"topic": "launch"})
+    assert run.status == "interrupted"
+    by_node = {p.node_id: p for p in run.pending}
+    assert set(by_node) == {"legal", "brand"}
+    run.resume(by_node["brand"].event_id, "fine")
+    assert run.status == "interrupted"
+    assert [p.node_id for p in run.pending] == ["legal"]
+    run.resume(by_node["legal"].event_id, "approved")
+    assert run.status == "succeeded"
+    assert run.outputs == {"legal": "approved", "brand": "fine"}
+
+
+def test_retry_default_output_and_error_branch(host: LocalHost) -> None:
+    run = host.run(FAILING.validate(), {"n": 3})
+    assert run.status == "succeeded", run.error
+    assert run.nodes["flaky"].attempts == 3  # retry=2
+    assert run.outputs["flaky"] == -1
+    assert run.nodes["flaky"].error["msg"].startswith("user_error")
+    assert run.nodes["broken"].port == "error"
+    assert "ZeroDivisionError" in run.outputs["outcome"]
+    assert run.nodes["fine"].status == "skipped"
+    with host.runtime.db.transaction() as session:
+        events = session.scalars(select(RunEvent.event).where(RunEvent.run_id == run.id)).all()
+    assert events.count("node_finished") == 6 and events[-1] == "done"
+    assert events.count("node_skipped") == 1
+
+
+def test_timeout_fails_the_run_and_names_the_node(host: LocalHost) -> None:
+    run = host.run(SLOW.validate(), {"n": 1})
+    assert run.status == "failed"
+    assert run.error["node_id"] == "spin"
+    assert "timed out" in run.error["msg"] or "timeout" in run.error["msg"]
+
+
+def test_bad_inputs_are_refused_before_anything_is_stored(host: LocalHost) -> None:
+    for bad in ({}, {"doc": 5}, {"doc": "x", "extra": 1}):
+        with pytest.raises(InvalidParameter):
+            host.run(REVIEW.validate(), bad)
+    assert host.runtime.engine.store.list(host.user.id) == []
+
+
+def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHost) -> None:
+    store = host.runtime.engine.store
+    spec = REVIEW.validate()
+    run_id = store.create(host.user.id, spec.to_dict(), {"doc": "a b c"},
+                          lease_owner="dead-worker", lease_s=-1)
+    store.begin_node(run_id, "begin", "begin", "start", {})
+    store.finish_node(run_id, "begin", "succeeded", outputs={"doc": "a b c"})
+    # the crash happened while tidy was running: begun, never committed
+    store.begin_node(run_id, "tidy", "tidy", "code", {"doc": "a b c"})
+
+    recovered = host.call(host.runtime.engine.recover())
+    assert recovered == [run_id]
+    info = host.call(host.runtime.engine.wait(run_id))
+    assert info.status == "interrupted"
+    assert info.nodes["begin"].attempts == 1  # committed before the crash: not run again
+    assert info.nodes["tidy"].attempts == 2 and info.nodes["tidy"].outputs["words"] == 3
+
+
+def test_a_live_lease_is_not_taken_over(host: LocalHost) -> None:
+    store = host.runtime.engine.store
+    run_id = store.create(host.user.id, REVIEW.validate().to_dict(), {"doc": "x"},
+                          lease_owner="busy-worker", lease_s=60)
+    assert host.call(host.runtime.engine.recover()) == []
+    assert not store.claim(run_id, "someone-else", 30)
+
+
+def test_cancel_stops_the_run_and_its_questions(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    event_id = run.pending[0].event_id
+    assert host.call(host.runtime.engine.cancel(run.info.owner_id, run.id))
+    with pytest.raises(InterruptGone, match="canceled"):
+        run.resume(event_id, "yes")
+    assert host.runtime.engine.store.get(run.id).status == "canceled"
+
+
+def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    event_id = run.pending[0].event_id
+    clock.advance(timedelta(days=7, seconds=1))
+    with pytest.raises(InterruptGone, match="expired"):
+        run.resume(event_id, "yes")
+    host.call(host.runtime.engine.recover())
+    assert host.runtime.engine.store.interrupt(event_id, run.info.owner_id).status == "expired"
+
+
+def test_another_users_question_is_not_found(host: LocalHost) -> None:
+    run = host.run(REVIEW.validate(), {"doc": "x"})
+    stranger = host.runtime.identity.ensure_user("stranger")
+    with pytest.raises(Exception, match="does not exist"):
+        host.call(host.runtime.engine.resume(stranger.id, run.pending[0].event_id, "yes"))
+    with host.runtime.db.transaction() as session:
+        assert session.scalars(select(NodeRun.status).where(
+            NodeRun.run_id == run.id, NodeRun.node_key == "approve")).one() == "interrupted"
