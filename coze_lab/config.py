@@ -49,6 +49,10 @@ class CozeLab(Configurable):
     )
     max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
 
+    models_file = Unicode(
+        help="Model registry (YAML or JSON); also $COZE_LAB_MODELS_FILE. A 'default' model comes "
+        "from OPENAI_BASE_URL / OPENAI_API_KEY / COZE_LAB_DEFAULT_MODEL when set."
+    ).tag(config=True)
     workflow_lease_s = Float(
         30.0, help="Seconds a worker's claim on a running workflow lasts without renewal; "
         "a run whose worker died is recovered after it."

@@ -39,7 +39,7 @@ class Runtime:
         )
         self._sandbox: Any = None
         self._engine: Any = None
-        self.completer: Any = None  # set when a model registry is configured
+        self._completer: Any = None
 
     def start(self) -> None:
         """Prepare the database (migrations unless disabled)."""
@@ -55,6 +55,21 @@ class Runtime:
 
             self._sandbox = WorkerPool(self.config.sandbox_settings())
         return self._sandbox
+
+    @property
+    def models(self) -> Any:
+        """The model registry (file from config or env, plus the env's default model)."""
+        from coze_lab.core.models import ModelRegistry
+
+        return ModelRegistry.load(self.config.models_file or None)
+
+    @property
+    def completer(self) -> Any:
+        if self._completer is None:
+            from coze_lab.core.models.completer import RegistryCompleter
+
+            self._completer = RegistryCompleter(self.models)
+        return self._completer
 
     @property
     def engine(self) -> Any:
@@ -104,6 +119,8 @@ class Runtime:
     async def close(self) -> None:
         if self._engine is not None:
             await self._engine.close()
+        if self._completer is not None:
+            await self._completer.aclose()
         if self._sandbox is not None:
             await self._sandbox.close()
         self.db.dispose()

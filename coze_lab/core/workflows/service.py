@@ -1,0 +1,125 @@
+"""Stored workflows: editable drafts, immutable numbered versions, atomic publish."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.errors import Conflict, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.core.workflows.validate import validate
+from coze_lab.store import Database
+from coze_lab.store.models import WorkflowRecord, WorkflowVersion
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    id: int
+    owner_id: int
+    name: str
+    description: str
+    draft: dict[str, Any]
+    published_version: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WorkflowService:
+    """Save drafts, publish versions and pick the definition a run uses.
+
+    Example:
+        >>> info = workflows.save(user.id, wf.to_json())       # doctest: +SKIP
+        >>> workflows.publish(user.id, info.id)                # doctest: +SKIP
+        1
+    """
+
+    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+
+    def save(self, owner_id: int, definition: dict[str, Any]) -> WorkflowInfo:
+        """Create the workflow, or replace the draft of the owner's workflow of that name."""
+        spec = WorkflowSpec.from_dict(definition)
+        validate(spec)
+        canonical = spec.to_dict()
+        now = self._clock()
+        try:
+            with self._db.transaction() as session:
+                row = session.scalars(select(WorkflowRecord).where(
+                    WorkflowRecord.owner_id == owner_id, WorkflowRecord.name == spec.name)
+                ).first()
+                if row is None:
+                    row = WorkflowRecord(id=new_id(), owner_id=owner_id, name=spec.name,
+                                         created_at=now)
+                    session.add(row)
+                row.description, row.draft, row.updated_at = spec.description, canonical, now
+                session.flush()
+                return self._info(session, row)
+        except IntegrityError as exc:  # the same name created concurrently
+            raise Conflict(f"workflow '{spec.name}' was created concurrently; retry") from exc
+
+    def publish(self, owner_id: int, workflow_id: int) -> int:
+        """Snapshot the draft as the next version, in one transaction; return its number."""
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, workflow_id)
+            latest = session.execute(
+                select(func.max(WorkflowVersion.version))
+                .where(WorkflowVersion.workflow_id == workflow_id)
+            ).scalar()
+            number = (latest or 0) + 1
+            session.add(WorkflowVersion(id=new_id(), workflow_id=workflow_id, version=number,
+                                        definition=row.draft, created_at=self._clock()))
+        return number
+
+    def get(self, owner_id: int, workflow_id: int) -> WorkflowInfo:
+        with self._db.transaction() as session:
+            return self._info(session, self._owned(session, owner_id, workflow_id))
+
+    def list(self, owner_id: int) -> list[WorkflowInfo]:
+        with self._db.transaction() as session:
+            rows = session.scalars(select(WorkflowRecord)
+                                   .where(WorkflowRecord.owner_id == owner_id)
+                                   .order_by(WorkflowRecord.id.desc())).all()
+            return [self._info(session, row) for row in rows]
+
+    def delete(self, owner_id: int, workflow_id: int) -> None:
+        with self._db.transaction() as session:
+            session.delete(self._owned(session, owner_id, workflow_id))
+
+    def runnable(self, owner_id: int, workflow_id: int, *, draft: bool = False
+                 ) -> tuple[WorkflowSpec, int | None]:
+        """The definition a run uses: the newest published version (or the draft)."""
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, workflow_id)
+            if draft:
+                return WorkflowSpec.from_dict(row.draft), None
+            version = session.scalars(
+                select(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow_id)
+                .order_by(WorkflowVersion.version.desc())
+            ).first()
+            if version is None:
+                raise NotFound(f"workflow {workflow_id} has no published version; publish it")
+            return WorkflowSpec.from_dict(version.definition), version.version
+
+    def _owned(self, session: Any, owner_id: int, workflow_id: int) -> WorkflowRecord:
+        row = session.scalars(select(WorkflowRecord).where(
+            WorkflowRecord.id == workflow_id, WorkflowRecord.owner_id == owner_id)).first()
+        if row is None:
+            raise NotFound(f"workflow {workflow_id} does not exist")
+        return row
+
+    def _info(self, session: Any, row: WorkflowRecord) -> WorkflowInfo:
+        published = session.execute(
+            select(func.max(WorkflowVersion.version))
+            .where(WorkflowVersion.workflow_id == row.id)
+        ).scalar()
+        return WorkflowInfo(
+            id=row.id, owner_id=row.owner_id, name=row.name, description=row.description,
+            draft=row.draft, published_version=published, created_at=row.created_at,
+            updated_at=row.updated_at)

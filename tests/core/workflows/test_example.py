@@ -1,0 +1,57 @@
+"""The issue's example, end to end in-process: sandbox, a real model server, a question."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coze_lab.local import LocalHost
+from coze_lab.testing import ModelServer
+from tests.core.workflows.examples import DOC_REVIEW
+
+
+@pytest.fixture
+def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("COZE_LAB_DEFAULT_MODEL", "coze-lab-demo")
+        yield server
+
+
+def test_doc_review_runs_pauses_and_finishes(host: LocalHost, model_server: ModelServer) -> None:
+    model_server.script(["The document says hello twice."])
+    run = host.run(DOC_REVIEW.validate(), {"doc": "hello   hello\n world"})
+    assert run.status == "interrupted", run.error
+    prompt = model_server.requests[-1]["messages"][-1]["content"]
+    assert prompt == "Summarize in one sentence: hello hello world"
+    [question] = run.pending
+    assert question.data["question"] == "Approve this summary?\nThe document says hello twice."
+    assert run.nodes["summarize"].usage["output_tokens"] > 0
+
+    run.resume(question.event_id, "yes")
+    assert run.status == "succeeded"
+    assert run.outputs == {"summary": "The document says hello twice.", "words": 3,
+                           "approved": "yes"}
+    assert run.info.usage["total_tokens"] == run.nodes["summarize"].usage["total_tokens"]
+
+
+def test_model_errors_fail_the_llm_node_clearly(host: LocalHost, model_server: ModelServer,
+                                                ) -> None:
+    from coze_lab.testing.model_server import ErrorReply
+
+    model_server.script([ErrorReply(400, "context too long")] * 3)
+    run = host.run(DOC_REVIEW.validate(), {"doc": "x"})
+    assert run.status == "failed"
+    assert run.error["node_id"] == "summarize"
+    assert "context too long" in run.error["msg"]
+
+
+def test_no_model_configured_says_so(host: LocalHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COZE_LAB_DEFAULT_MODEL",
+                 "COZE_LAB_MODELS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    run = host.run(DOC_REVIEW.validate(), {"doc": "x"})
+    assert run.status == "failed"
+    assert "OPENAI_BASE_URL" in run.error["msg"] or "model" in run.error["msg"].lower()
