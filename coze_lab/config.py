@@ -1,14 +1,17 @@
 """Configuration: one traitlets ``CozeLab`` section for the extension, the server and the CLI.
 
 ``c.CozeLab.database_url = "postgresql+psycopg://..."`` in a Jupyter config file, the
-matching ``COZE_LAB_*`` environment variable, or a ``coze-lab`` command-line flag.
+matching ``COZE_LAB_<NAME>`` environment variable, or a ``coze-lab`` command-line flag.
+Precedence: flag > environment > config file > default.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, Int, List, Unicode, default
@@ -54,8 +57,9 @@ class CozeLab(Configurable):
         "from OPENAI_BASE_URL / OPENAI_API_KEY / COZE_LAB_DEFAULT_MODEL when set."
     ).tag(config=True)
     workflow_lease_s = Float(
-        30.0, help="Seconds a worker's claim on a running workflow lasts without renewal; "
-        "a run whose worker died is recovered after it."
+        30.0,
+        help="Seconds a worker's claim on a running workflow lasts without renewal; "
+        "a run whose worker died is recovered after it.",
     ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
@@ -86,6 +90,35 @@ class CozeLab(Configurable):
     )
     sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(config=True)
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**self.env_values(), **kwargs})
+
+    @classmethod
+    def env_values(cls, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Settings given as ``COZE_LAB_<NAME>`` variables (lists are comma-separated).
+
+        Example:
+            >>> CozeLab.env_values({"COZE_LAB_SANDBOX_POOL_SIZE": "4"})
+            {'sandbox_pool_size': 4}
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, trait in cls.class_traits(config=True).items():
+            raw = environ.get(f"COZE_LAB_{name.upper()}")
+            if raw is None or raw == "":
+                continue
+            if isinstance(trait, Bool):
+                values[name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(trait, Int):
+                values[name] = int(raw)
+            elif isinstance(trait, Float):
+                values[name] = float(raw)
+            elif isinstance(trait, List):
+                values[name] = [item.strip() for item in raw.split(",") if item.strip()]
+            else:
+                values[name] = raw
+        return values
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         return str(default_data_dir())
@@ -96,9 +129,7 @@ class CozeLab(Configurable):
 
     @default("database_url")
     def _default_database_url(self) -> str:
-        return os.environ.get("COZE_LAB_DATABASE_URL") or sqlite_url(
-            Path(self.data_dir) / "coze_lab.db"
-        )
+        return sqlite_url(Path(self.data_dir) / "coze_lab.db")
 
     @property
     def data_path(self) -> Path:

@@ -40,6 +40,11 @@ class CozeLabApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(jupyter_routes())
 
+    async def _start_jupyter_server_extension(self, serverapp: object) -> None:
+        # the server's event loop runs now: workflows whose worker died continue here
+        assert self.runtime is not None
+        self.runtime.engine.start_recovery_loop()
+
     async def stop_extension(self) -> None:
         if self.runtime is not None:
             await self.runtime.close()

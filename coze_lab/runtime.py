@@ -37,6 +37,9 @@ class Runtime:
         self.files = FileStore(
             self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock
         )
+        from coze_lab.core.workflows.service import WorkflowService
+
+        self.workflows = WorkflowService(self.db, clock=clock)
         self._sandbox: Any = None
         self._engine: Any = None
         self._completer: Any = None

@@ -44,9 +44,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 class ServerProcess:
     """A real ``coze-lab serve`` on a free loopback port; output kept for log assertions."""
 
-    def __init__(self, data_dir: Path, database_url: str, *extra: str) -> None:
+    def __init__(self, data_dir: Path, database_url: str, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
+        self.env = env or {}
         self.log_path = data_dir / "server.log"
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
@@ -54,6 +56,7 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             coze_lab_command(
@@ -68,10 +71,11 @@ class ServerProcess:
             ),
             stdout=log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env},
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            match = re.search(r"listening on (http://\S+)", self.log())
+            match = re.search(r"listening on (http://\S+)", self.log()[offset:])
             if match:
                 self.url = match.group(1)
                 httpx.get(self.url + "/healthz", timeout=5).raise_for_status()
@@ -83,6 +87,12 @@ class ServerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, as when a machine dies."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

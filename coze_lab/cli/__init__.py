@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from coze_lab._version import __version__
-from coze_lab.cli import db, pat, serve
+from coze_lab.cli import db, pat, serve, workflow
 from coze_lab.core.errors import CozeLabError
 
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(commands)
     db.register(commands)
     pat.register(commands)
+    workflow.register(commands)
     try:
         from coze_lab.cli import sandbox
     except ImportError:  # the sandbox commands arrive with the sandbox package

@@ -90,9 +90,7 @@ class WorkflowVersion(Base):
     definition: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
-    __table_args__ = (
-        Index("ux_workflow_versions_number", "workflow_id", "version", unique=True),
-    )
+    __table_args__ = (Index("ux_workflow_versions_number", "workflow_id", "version", unique=True),)
 
 
 class WorkflowRun(Base):

@@ -102,10 +102,12 @@ class CozeHandler(web.RequestHandler):
             raise InvalidParameter("request body must be a JSON object")
         return body
 
-    def reply(self, data: Any = None, status: int = 200) -> None:
+    def reply(
+        self, data: Any = None, status: int = 200, *, extra: dict[str, Any] | None = None
+    ) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(json.dumps(ok(data)))
+        self.finish(json.dumps(ok(data, **(extra or {}))))
 
     # ---- errors ----------------------------------------------------------------------
     def send_error(self, status_code: int = 500, **kwargs: Any) -> None:

@@ -9,14 +9,14 @@ from coze_lab.core.errors import CozeLabError
 _CODE_BY_STATUS = {400: 4000, 401: 4100, 403: 4101, 404: 4200, 405: 4001, 409: 4300, 413: 4013}
 
 
-def ok(data: Any = None) -> dict[str, Any]:
-    """A successful body.
+def ok(data: Any = None, **extra: Any) -> dict[str, Any]:
+    """A successful body; ``extra`` fields sit beside ``data`` (Coze's execute_id, usage).
 
     Example:
         >>> ok({"id": "1"})
         {'code': 0, 'msg': '', 'data': {'id': '1'}}
     """
-    return {"code": 0, "msg": "", "data": data}
+    return {"code": 0, "msg": "", "data": data, **extra}
 
 
 def error_body(status: int, exc: BaseException | None, reason: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ class Operation:
     multipart: bool = False
     scope: str | None = None
     public: bool = False
+    stream: bool = False
 
 
 _ID = {"type": "string", "pattern": "^[0-9]+$"}
@@ -63,6 +64,17 @@ _TOKEN = {
         "revoked_at": {"type": ["integer", "null"]},
         "status": {"enum": ["active", "expired", "revoked"]},
         "token": {"type": "string", "description": "only in the response that creates it"},
+    },
+}
+_RUN_BODY = {
+    "type": "object",
+    "required": ["workflow_id"],
+    "properties": {
+        "workflow_id": _ID,
+        "parameters": {"type": ["object", "string"]},
+        "is_async": {"type": "boolean"},
+        "bot_id": {"type": "string"},
+        "ext": {"type": "object"},
     },
 }
 _USER = {
@@ -146,6 +158,112 @@ OPERATIONS: tuple[Operation, ...] = (
         "studio",
         data=_TOKEN,
     ),
+    Operation(
+        "post",
+        "/v1/workflow/run",
+        "Run the published workflow; waits for the outputs unless is_async",
+        "workflow",
+        data={"type": "string", "description": "the end node's outputs as JSON text"},
+        body=_RUN_BODY,
+        scope="workflow",
+    ),
+    Operation(
+        "post",
+        "/v1/workflow/stream_run",
+        "Run and stream events (SSE: Message, Interrupt, Error, Done)",
+        "workflow",
+        body=_RUN_BODY,
+        scope="workflow",
+        stream=True,
+    ),
+    Operation(
+        "post",
+        "/v1/workflow/stream_resume",
+        "Answer an interrupt and stream on",
+        "workflow",
+        body={
+            "type": "object",
+            "required": ["workflow_id", "event_id"],
+            "properties": {
+                "workflow_id": _ID,
+                "event_id": _ID,
+                "resume_data": {},
+                "interrupt_type": {"type": "integer"},
+            },
+        },
+        scope="workflow",
+        stream=True,
+    ),
+    Operation(
+        "get",
+        "/v1/workflows/{workflow_id}/run_histories/{execute_id}",
+        "A run's status, outputs and node states",
+        "workflow",
+        data={"type": "array", "items": {"type": "object"}},
+        scope="workflow",
+    ),
+    Operation(
+        "get",
+        "/v1/workflows/{workflow_id}/run_histories/{execute_id}/execute_nodes/{node_execute_uuid}",
+        "One node's output in a run",
+        "workflow",
+        data={"type": "array", "items": {"type": "object"}},
+        scope="workflow",
+    ),
+    Operation("get", "/coze_lab/api/workflows", "Your workflows", "studio"),
+    Operation(
+        "post",
+        "/coze_lab/api/workflows",
+        "Save a definition as the draft (upsert by name); publish=true also publishes",
+        "studio",
+        body={"type": "object"},
+    ),
+    Operation("get", "/coze_lab/api/workflows/{workflow_id}", "A workflow and its draft", "studio"),
+    Operation("delete", "/coze_lab/api/workflows/{workflow_id}", "Delete a workflow", "studio"),
+    Operation(
+        "post",
+        "/coze_lab/api/workflows/{workflow_id}/publish",
+        "Publish the draft as the next version",
+        "studio",
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/workflows/{workflow_id}/runs",
+        "Run the draft",
+        "studio",
+        body={"type": "object", "properties": {"parameters": {"type": "object"}}},
+    ),
+    Operation(
+        "get",
+        "/coze_lab/api/runs",
+        "Your runs, newest first",
+        "studio",
+        query=(("workflow_id", "string", False), ("limit", "integer", False)),
+    ),
+    Operation("get", "/coze_lab/api/runs/{run_id}", "A run's trace: every node's record", "studio"),
+    Operation("post", "/coze_lab/api/runs/{run_id}/cancel", "Stop a run", "studio"),
+    Operation(
+        "get",
+        "/coze_lab/api/runs/{run_id}/events",
+        "Every event of a run (SSE; Last-Event-ID replays)",
+        "studio",
+        query=(("after", "integer", False),),
+        stream=True,
+    ),
+    Operation(
+        "get",
+        "/coze_lab/api/interrupts",
+        "Pending questions across your runs",
+        "studio",
+        query=(("run_id", "string", False),),
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/interrupts/{event_id}/resume",
+        "Answer a question",
+        "studio",
+        body={"type": "object", "required": ["data"], "properties": {"data": {}}},
+    ),
     Operation("get", "/coze_lab/openapi.json", "This document", "meta", public=True),
 )
 
@@ -196,6 +314,11 @@ def _operation(op: Operation) -> dict[str, Any]:
                     }
                 }
             },
+        }
+    if op.stream:
+        spec["responses"]["200"] = {
+            "description": "server-sent events",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
         }
     if op.public:
         spec["security"] = []

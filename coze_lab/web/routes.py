@@ -10,6 +10,25 @@ from coze_lab.web.base import CozeHandler, NotFoundHandler
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
 from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
 from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
+from coze_lab.web.handlers.studio_workflows import (
+    InterruptResumeHandler,
+    InterruptsHandler,
+    RunCancelHandler,
+    RunEventsHandler,
+    RunHandler,
+    RunsHandler,
+    WorkflowDraftRunHandler,
+    WorkflowItemHandler,
+    WorkflowPublishHandler,
+    WorkflowsHandler,
+)
+from coze_lab.web.handlers.workflows import (
+    ExecuteNodeHandler,
+    RunHistoryHandler,
+    WorkflowRunHandler,
+    WorkflowStreamResumeHandler,
+    WorkflowStreamRunHandler,
+)
 from coze_lab.web.handlers.workspaces import WorkspacesHandler
 
 Route = tuple[str, type[web.RequestHandler]]
@@ -19,6 +38,11 @@ OPENAPI: list[tuple[str, type[CozeHandler]]] = [
     (r"/v1/files/upload", FileUploadHandler),
     (r"/v1/files/retrieve", FileRetrieveHandler),
     (r"/v1/workspaces", WorkspacesHandler),
+    (r"/v1/workflow/run", WorkflowRunHandler),
+    (r"/v1/workflow/stream_run", WorkflowStreamRunHandler),
+    (r"/v1/workflow/stream_resume", WorkflowStreamResumeHandler),
+    (r"/v1/workflows/([^/]+)/run_histories/([^/]+)", RunHistoryHandler),
+    (r"/v1/workflows/([^/]+)/run_histories/([^/]+)/execute_nodes/([^/]+)", ExecuteNodeHandler),
 ]
 #: coze_lab's own API for the lab front end
 STUDIO: list[tuple[str, type[CozeHandler]]] = [
@@ -26,6 +50,16 @@ STUDIO: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/api/me", MeHandler),
     (r"/coze_lab/api/tokens", TokensHandler),
     (r"/coze_lab/api/tokens/([^/]+)", TokenHandler),
+    (r"/coze_lab/api/workflows", WorkflowsHandler),
+    (r"/coze_lab/api/workflows/([^/]+)", WorkflowItemHandler),
+    (r"/coze_lab/api/workflows/([^/]+)/publish", WorkflowPublishHandler),
+    (r"/coze_lab/api/workflows/([^/]+)/runs", WorkflowDraftRunHandler),
+    (r"/coze_lab/api/runs", RunsHandler),
+    (r"/coze_lab/api/runs/([^/]+)", RunHandler),
+    (r"/coze_lab/api/runs/([^/]+)/cancel", RunCancelHandler),
+    (r"/coze_lab/api/runs/([^/]+)/events", RunEventsHandler),
+    (r"/coze_lab/api/interrupts", InterruptsHandler),
+    (r"/coze_lab/api/interrupts/([^/]+)/resume", InterruptResumeHandler),
 ]
 PUBLIC: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/openapi.json", OpenApiDocHandler),

@@ -323,10 +323,9 @@ def test_unknown_paths_and_methods_get_coze_bodies(server, admin) -> None:
 def test_openapi_document_is_valid_and_covers_every_route(server) -> None:
     doc = httpx.get(f"{server.url}/openapi.json").json()
     validate(doc)
-    documented = set(doc["paths"])
+    documented = {re.sub(r"\{[^}]+\}", "([^/]+)", path) for path in doc["paths"]}
     for pattern, _ in OPENAPI + STUDIO:
-        path = re.sub(r"\(\[\^/\]\+\)", "{token_id}", pattern)
-        assert path in documented, path
+        assert pattern in documented, pattern
 
 
 def test_secrets_never_reach_the_logs(server, admin, tmp_path) -> None:

@@ -23,8 +23,9 @@ class RegistryCompleter:
         self.registry = registry
         self._client = client
 
-    async def __call__(self, model_id: str, messages: list[dict[str, Any]],
-                       **params: Any) -> tuple[str, dict[str, int]]:
+    async def __call__(
+        self, model_id: str, messages: list[dict[str, Any]], **params: Any
+    ) -> tuple[str, dict[str, int]]:
         if model_id in ("", "default") and "default" not in self.registry:
             spec = self.registry.default()
         else:

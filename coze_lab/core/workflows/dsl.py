@@ -299,6 +299,19 @@ class Workflow:
 
         return default_host().run(self.validate(), inputs)
 
+    def publish(self) -> dict[str, Any]:
+        """Save this definition as the stored workflow's draft and publish it.
+
+        Uses the same database as the lab server; the result names the workflow id (the
+        ``workflow_id`` of the Coze API) and the new version number.
+        """
+        from coze_lab.local import default_host
+
+        host = default_host()
+        info = host.runtime.workflows.save(host.user.id, self.to_json())
+        version = host.runtime.workflows.publish(host.user.id, info.id)
+        return {"workflow_id": str(info.id), "version": version, "name": info.name}
+
     def _repr_markdown_(self) -> str:
         from coze_lab.core.workflows.render import mermaid
 

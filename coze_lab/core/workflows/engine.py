@@ -39,6 +39,9 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
+TERMINAL_EVENTS = ("done", "interrupted", "failed", "canceled")
+
+
 class CodeRunner(Protocol):
     async def run(
         self,
@@ -217,34 +220,37 @@ class Engine:
     async def events(
         self, run_id: int, after: int = 0
     ) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
-        """Every event after ``after``: stored ones first, then live ones until the run stops."""
-        queue: asyncio.Queue[tuple[int, str, dict[str, Any]]] = asyncio.Queue()
-        self._listeners.setdefault(run_id, []).append(queue)
+        """Every stored event after ``after``, then new ones until the run stops or pauses.
+
+        The database is the source of truth (a reconnecting client replays from its last id;
+        a run executing on another replica is followed by polling); the in-process queue
+        only wakes the reader early.
+        """
+        wake: asyncio.Queue[tuple[int, str, dict[str, Any]]] = asyncio.Queue()
+        self._listeners.setdefault(run_id, []).append(wake)
+        last = after
         try:
-            last = after
-            for item in self.store.events(run_id, after):
-                last = item[0]
-                yield item
-                if item[1] in ("done", "interrupted", "failed", "canceled"):
-                    return
             while True:
-                if run_id not in self._tasks and queue.empty():
+                for item in self.store.events(run_id, last):
+                    last = item[0]
+                    yield item
+                    if item[1] in TERMINAL_EVENTS:
+                        return
+                if run_id in self._tasks:
+                    try:
+                        await asyncio.wait_for(wake.get(), timeout=1.0)
+                    except asyncio.TimeoutError:
+                        pass
+                    while not wake.empty():
+                        wake.get_nowait()
+                    continue
+                if self.store.get(run_id, nodes=False).status != "running":
                     for item in self.store.events(run_id, last):
-                        last = item[0]
                         yield item
                     return
-                try:
-                    item = await asyncio.wait_for(queue.get(), timeout=1.0)
-                except asyncio.TimeoutError:
-                    continue
-                if item[0] <= last:
-                    continue
-                last = item[0]
-                yield item
-                if item[1] in ("done", "interrupted", "failed", "canceled"):
-                    return
+                await asyncio.sleep(0.1)  # executing elsewhere: follow the database
         finally:
-            self._listeners[run_id].remove(queue)
+            self._listeners[run_id].remove(wake)
             if not self._listeners[run_id]:
                 del self._listeners[run_id]
 

@@ -469,6 +469,12 @@ class RunStore:
             )
         return seq
 
+    def last_seq(self, run_id: int) -> int:
+        with self.db.transaction() as session:
+            return session.execute(
+                select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == run_id)
+            ).scalar_one()
+
     def events(self, run_id: int, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
         with self.db.transaction() as session:
             rows = session.execute(

@@ -51,12 +51,15 @@ class WorkflowService:
         now = self._clock()
         try:
             with self._db.transaction() as session:
-                row = session.scalars(select(WorkflowRecord).where(
-                    WorkflowRecord.owner_id == owner_id, WorkflowRecord.name == spec.name)
+                row = session.scalars(
+                    select(WorkflowRecord).where(
+                        WorkflowRecord.owner_id == owner_id, WorkflowRecord.name == spec.name
+                    )
                 ).first()
                 if row is None:
-                    row = WorkflowRecord(id=new_id(), owner_id=owner_id, name=spec.name,
-                                         created_at=now)
+                    row = WorkflowRecord(
+                        id=new_id(), owner_id=owner_id, name=spec.name, created_at=now
+                    )
                     session.add(row)
                 row.description, row.draft, row.updated_at = spec.description, canonical, now
                 session.flush()
@@ -69,12 +72,20 @@ class WorkflowService:
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, workflow_id)
             latest = session.execute(
-                select(func.max(WorkflowVersion.version))
-                .where(WorkflowVersion.workflow_id == workflow_id)
+                select(func.max(WorkflowVersion.version)).where(
+                    WorkflowVersion.workflow_id == workflow_id
+                )
             ).scalar()
             number = (latest or 0) + 1
-            session.add(WorkflowVersion(id=new_id(), workflow_id=workflow_id, version=number,
-                                        definition=row.draft, created_at=self._clock()))
+            session.add(
+                WorkflowVersion(
+                    id=new_id(),
+                    workflow_id=workflow_id,
+                    version=number,
+                    definition=row.draft,
+                    created_at=self._clock(),
+                )
+            )
         return number
 
     def get(self, owner_id: int, workflow_id: int) -> WorkflowInfo:
@@ -83,24 +94,28 @@ class WorkflowService:
 
     def list(self, owner_id: int) -> list[WorkflowInfo]:
         with self._db.transaction() as session:
-            rows = session.scalars(select(WorkflowRecord)
-                                   .where(WorkflowRecord.owner_id == owner_id)
-                                   .order_by(WorkflowRecord.id.desc())).all()
+            rows = session.scalars(
+                select(WorkflowRecord)
+                .where(WorkflowRecord.owner_id == owner_id)
+                .order_by(WorkflowRecord.id.desc())
+            ).all()
             return [self._info(session, row) for row in rows]
 
     def delete(self, owner_id: int, workflow_id: int) -> None:
         with self._db.transaction() as session:
             session.delete(self._owned(session, owner_id, workflow_id))
 
-    def runnable(self, owner_id: int, workflow_id: int, *, draft: bool = False
-                 ) -> tuple[WorkflowSpec, int | None]:
+    def runnable(
+        self, owner_id: int, workflow_id: int, *, draft: bool = False
+    ) -> tuple[WorkflowSpec, int | None]:
         """The definition a run uses: the newest published version (or the draft)."""
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, workflow_id)
             if draft:
                 return WorkflowSpec.from_dict(row.draft), None
             version = session.scalars(
-                select(WorkflowVersion).where(WorkflowVersion.workflow_id == workflow_id)
+                select(WorkflowVersion)
+                .where(WorkflowVersion.workflow_id == workflow_id)
                 .order_by(WorkflowVersion.version.desc())
             ).first()
             if version is None:
@@ -108,18 +123,26 @@ class WorkflowService:
             return WorkflowSpec.from_dict(version.definition), version.version
 
     def _owned(self, session: Any, owner_id: int, workflow_id: int) -> WorkflowRecord:
-        row = session.scalars(select(WorkflowRecord).where(
-            WorkflowRecord.id == workflow_id, WorkflowRecord.owner_id == owner_id)).first()
+        row = session.scalars(
+            select(WorkflowRecord).where(
+                WorkflowRecord.id == workflow_id, WorkflowRecord.owner_id == owner_id
+            )
+        ).first()
         if row is None:
             raise NotFound(f"workflow {workflow_id} does not exist")
         return row
 
     def _info(self, session: Any, row: WorkflowRecord) -> WorkflowInfo:
         published = session.execute(
-            select(func.max(WorkflowVersion.version))
-            .where(WorkflowVersion.workflow_id == row.id)
+            select(func.max(WorkflowVersion.version)).where(WorkflowVersion.workflow_id == row.id)
         ).scalar()
         return WorkflowInfo(
-            id=row.id, owner_id=row.owner_id, name=row.name, description=row.description,
-            draft=row.draft, published_version=published, created_at=row.created_at,
-            updated_at=row.updated_at)
+            id=row.id,
+            owner_id=row.owner_id,
+            name=row.name,
+            description=row.description,
+            draft=row.draft,
+            published_version=published,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )

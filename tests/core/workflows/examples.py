@@ -7,17 +7,22 @@ import coze_lab as cl
 # ---- the issue's example, verbatim --------------------------------------------------------
 wf = cl.Workflow("doc_review", description="Summarize a document and ask a person to approve it")
 
+
 @wf.start
 def start(doc: str, reviewer: str = "anonymous"):
     """Inputs: a document and who reviews it."""
 
+
 @wf.code
-def clean(doc: str) -> dict:          # runs in the sandbox, never in the kernel
+def clean(doc: str) -> dict:  # runs in the sandbox, never in the kernel
     text = " ".join(doc.split())
     return {"text": text, "words": len(text.split())}
 
+
 wf.llm("summarize", prompt="Summarize in one sentence: {{clean.text}}")
-wf.question("approve", question="Approve this summary?\n{{summarize.output}}", choices=["yes", "no"])
+wf.question(
+    "approve", question="Approve this summary?\n{{summarize.output}}", choices=["yes", "no"]
+)
 wf.end(summary="{{summarize.output}}", words="{{clean.words}}", approved="{{approve.answer}}")
 DOC_REVIEW = wf
 
@@ -75,8 +80,12 @@ def broken(n: int) -> dict:
 
 failing.text("recovered", template="recovered from: {{broken.error}}", after="broken:error")
 failing.text("fine", template="no error", after="broken")
-failing.node("aggregate", "outcome", inputs={"a": "{{recovered.output}}", "b": "{{fine.output}}"},
-             after=["recovered", "fine"])
+failing.node(
+    "aggregate",
+    "outcome",
+    inputs={"a": "{{recovered.output}}", "b": "{{fine.output}}"},
+    after=["recovered", "fine"],
+)
 failing.end(flaky="{{flaky.value}}", outcome="{{outcome.output}}")
 FAILING = failing
 

@@ -15,11 +15,20 @@ def test_the_issue_example_builds_the_expected_graph() -> None:
     data = DOC_REVIEW.to_json()
     assert [n["id"] for n in data["nodes"]] == ["start", "clean", "summarize", "approve", "end"]
     assert [(e["source"], e["target"]) for e in data["edges"]] == [
-        ("start", "clean"), ("clean", "summarize"), ("summarize", "approve"), ("approve", "end")]
+        ("start", "clean"),
+        ("clean", "summarize"),
+        ("summarize", "approve"),
+        ("approve", "end"),
+    ]
     assert data["inputs"] == [
         {"name": "doc", "type": "string", "required": True, "default": None, "description": ""},
-        {"name": "reviewer", "type": "string", "required": False, "default": "anonymous",
-         "description": ""},
+        {
+            "name": "reviewer",
+            "type": "string",
+            "required": False,
+            "default": "anonymous",
+            "description": "",
+        },
     ]
     clean = data["nodes"][1]
     assert clean["inputs"] == {"doc": "{{start.doc}}"}
@@ -46,12 +55,21 @@ def _mutated(change) -> dict:
 @pytest.mark.parametrize(
     ("change", "node", "words"),
     [
-        (lambda d: d["nodes"][2]["config"].update(prompt="{{ghost.text}}"), "summarize",
-         "unknown node"),
-        (lambda d: d["nodes"][2]["config"].update(prompt="{{clean.nope}}"), "summarize",
-         "no output 'nope'"),
-        (lambda d: d["edges"].append({"source": "approve", "target": "clean", "port": None}),
-         None, "cycle"),
+        (
+            lambda d: d["nodes"][2]["config"].update(prompt="{{ghost.text}}"),
+            "summarize",
+            "unknown node",
+        ),
+        (
+            lambda d: d["nodes"][2]["config"].update(prompt="{{clean.nope}}"),
+            "summarize",
+            "no output 'nope'",
+        ),
+        (
+            lambda d: d["edges"].append({"source": "approve", "target": "clean", "port": None}),
+            None,
+            "cycle",
+        ),
         (lambda d: d["nodes"].pop(4) and d["edges"].pop(), None, "no end node"),
         (lambda d: d["nodes"][1].update(id="start"), "start", "duplicate"),
         (lambda d: d["edges"][1].update(port="yes"), "clean", "no port 'yes'"),

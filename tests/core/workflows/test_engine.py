@@ -131,8 +131,9 @@ def test_bad_inputs_are_refused_before_anything_is_stored(host: LocalHost) -> No
 def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHost) -> None:
     store = host.runtime.engine.store
     spec = REVIEW.validate()
-    run_id = store.create(host.user.id, spec.to_dict(), {"doc": "a b c"},
-                          lease_owner="dead-worker", lease_s=-1)
+    run_id = store.create(
+        host.user.id, spec.to_dict(), {"doc": "a b c"}, lease_owner="dead-worker", lease_s=-1
+    )
     store.begin_node(run_id, "begin", "begin", "start", {})
     store.finish_node(run_id, "begin", "succeeded", outputs={"doc": "a b c"})
     # the crash happened while tidy was running: begun, never committed
@@ -148,8 +149,13 @@ def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHo
 
 def test_a_live_lease_is_not_taken_over(host: LocalHost) -> None:
     store = host.runtime.engine.store
-    run_id = store.create(host.user.id, REVIEW.validate().to_dict(), {"doc": "x"},
-                          lease_owner="busy-worker", lease_s=60)
+    run_id = store.create(
+        host.user.id,
+        REVIEW.validate().to_dict(),
+        {"doc": "x"},
+        lease_owner="busy-worker",
+        lease_s=60,
+    )
     assert host.call(host.runtime.engine.recover()) == []
     assert not store.claim(run_id, "someone-else", 30)
 
@@ -179,5 +185,11 @@ def test_another_users_question_is_not_found(host: LocalHost) -> None:
     with pytest.raises(Exception, match="does not exist"):
         host.call(host.runtime.engine.resume(stranger.id, run.pending[0].event_id, "yes"))
     with host.runtime.db.transaction() as session:
-        assert session.scalars(select(NodeRun.status).where(
-            NodeRun.run_id == run.id, NodeRun.node_key == "approve")).one() == "interrupted"
+        assert (
+            session.scalars(
+                select(NodeRun.status).where(
+                    NodeRun.run_id == run.id, NodeRun.node_key == "approve"
+                )
+            ).one()
+            == "interrupted"
+        )

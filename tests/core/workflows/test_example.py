@@ -32,13 +32,18 @@ def test_doc_review_runs_pauses_and_finishes(host: LocalHost, model_server: Mode
 
     run.resume(question.event_id, "yes")
     assert run.status == "succeeded"
-    assert run.outputs == {"summary": "The document says hello twice.", "words": 3,
-                           "approved": "yes"}
+    assert run.outputs == {
+        "summary": "The document says hello twice.",
+        "words": 3,
+        "approved": "yes",
+    }
     assert run.info.usage["total_tokens"] == run.nodes["summarize"].usage["total_tokens"]
 
 
-def test_model_errors_fail_the_llm_node_clearly(host: LocalHost, model_server: ModelServer,
-                                                ) -> None:
+def test_model_errors_fail_the_llm_node_clearly(
+    host: LocalHost,
+    model_server: ModelServer,
+) -> None:
     from coze_lab.testing.model_server import ErrorReply
 
     model_server.script([ErrorReply(400, "context too long")] * 3)
@@ -49,8 +54,12 @@ def test_model_errors_fail_the_llm_node_clearly(host: LocalHost, model_server: M
 
 
 def test_no_model_configured_says_so(host: LocalHost, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "COZE_LAB_DEFAULT_MODEL",
-                 "COZE_LAB_MODELS_FILE"):
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "COZE_LAB_DEFAULT_MODEL",
+        "COZE_LAB_MODELS_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     run = host.run(DOC_REVIEW.validate(), {"doc": "x"})
     assert run.status == "failed"

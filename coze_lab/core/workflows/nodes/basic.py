@@ -27,6 +27,8 @@ class EndNode(NodeKind):
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         answer = inputs.pop("__answer__", None)
+        if answer is None:  # Coze streams the end node's variables as a JSON message
+            answer = json.dumps(inputs, ensure_ascii=False)
         return NodeResult(outputs=inputs, message=answer)
 
 

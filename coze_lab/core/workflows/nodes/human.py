@@ -108,10 +108,8 @@ def form_values(form: dict[str, Any], data: Any) -> dict[str, Any]:
             values[name] = item.get("default")
             continue
         value = data[name]
-        if (
-            (isinstance(value, bool)
-            and kind != "boolean")
-            or not isinstance(value, FIELD_TYPES[kind])
+        if (isinstance(value, bool) and kind != "boolean") or not isinstance(
+            value, FIELD_TYPES[kind]
         ):
             raise InvalidParameter(f"form field '{name}' must be {kind}")
         values[name] = value

@@ -1,0 +1,55 @@
+"""``coze-lab workflow import|list``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from coze_lab.cli._common import open_runtime
+from coze_lab.core.errors import InvalidParameter
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("workflow", help="stored workflows")
+    sub = parser.add_subparsers(dest="workflow_command", required=True, metavar="ACTION")
+    imp = sub.add_parser("import", help="save a workflow JSON file; prints its id last")
+    imp.add_argument("file", help="a definition as written by wf.to_json()")
+    imp.add_argument("--user", required=True, help="owner (created if new)")
+    imp.add_argument("--publish", action="store_true", help="publish it as the next version")
+    imp.set_defaults(func=import_workflow)
+    listing = sub.add_parser("list", help="a user's workflows")
+    listing.add_argument("--user", required=True)
+    listing.set_defaults(func=list_workflows)
+
+
+def import_workflow(args: argparse.Namespace) -> int:
+    try:
+        definition = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidParameter(f"cannot read {args.file}: {exc}") from exc
+    runtime = open_runtime(args)
+    try:
+        user = runtime.identity.ensure_user(args.user)
+        info = runtime.workflows.save(user.id, definition)
+        if args.publish:
+            version = runtime.workflows.publish(user.id, info.id)
+            print(f"# published {info.name} as version {version}")
+        else:
+            print(f"# saved the draft of {info.name}")
+        print(info.id)
+    finally:
+        runtime.db.dispose()
+    return 0
+
+
+def list_workflows(args: argparse.Namespace) -> int:
+    runtime = open_runtime(args)
+    try:
+        user = runtime.identity.ensure_user(args.user)
+        print(f"{'id':<20} {'published':<9} name")
+        for info in runtime.workflows.list(user.id):
+            print(f"{info.id:<20} {info.published_version or '-'!s:<9} {info.name}")
+    finally:
+        runtime.db.dispose()
+    return 0

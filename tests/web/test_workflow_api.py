@@ -1,0 +1,277 @@
+"""The Coze workflow API through cozepy against real ``coze-lab serve`` processes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from cozepy import Coze, CozeAPIError, TokenAuth, WorkflowEventType
+
+from coze_lab.config import CozeLab
+from coze_lab.runtime import Runtime
+from coze_lab.testing import ModelServer
+from tests.conftest import SANDBOX_CACHE
+from tests.core.workflows.examples import DOC_REVIEW, PARALLEL
+from tests.support import ServerProcess, run_cli
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def env(model_server: ModelServer) -> dict[str, str]:
+    return {
+        "OPENAI_BASE_URL": model_server.url,
+        "OPENAI_API_KEY": "test-key",
+        "COZE_LAB_DEFAULT_MODEL": "coze-lab-demo",
+        "COZE_LAB_SANDBOX_CACHE_DIR": str(SANDBOX_CACHE),
+        "COZE_LAB_SANDBOX_POOL_SIZE": "1",
+        "COZE_LAB_WORKFLOW_LEASE_S": "2",
+    }
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "server-data"
+
+
+@pytest.fixture
+def wf_server(data_dir: Path, db_url: str, env: dict[str, str]) -> Iterator[ServerProcess]:
+    process = ServerProcess(data_dir, db_url, env=env).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def published(data_dir: Path, db_url: str, tmp_path: Path) -> dict[str, str]:
+    """The issue's example imported and published with the CLI, and a token for alice."""
+    path = tmp_path / "doc_review.json"
+    path.write_text(json.dumps(DOC_REVIEW.to_json()))
+    args = ["--data-dir", str(data_dir), "--database-url", db_url]
+    result = run_cli(*args, "workflow", "import", str(path), "--user", "alice", "--publish")
+    assert result.returncode == 0, result.stderr
+    workflow_id = result.stdout.strip().splitlines()[-1]
+    token = run_cli(*args, "pat", "create", "--user", "alice", "--name", "t").stdout
+    return {"workflow_id": workflow_id, "token": token.strip().splitlines()[-1]}
+
+
+def client(server: ServerProcess, token: str) -> Coze:
+    return Coze(auth=TokenAuth(token), base_url=server.url)
+
+
+def stream_until_interrupt(coze: Coze, workflow_id: str) -> list:
+    events = list(
+        coze.workflows.runs.stream(
+            workflow_id=workflow_id, parameters={"doc": "hello   hello\n world"}
+        )
+    )
+    assert [e.event for e in events][-1] == WorkflowEventType.INTERRUPT, events
+    return events
+
+
+def test_stream_interrupt_resume_done(wf_server, published, model_server) -> None:
+    model_server.script(["Hello, twice."])
+    coze = client(wf_server, published["token"])
+    events = stream_until_interrupt(coze, published["workflow_id"])
+    interrupt = events[-1].interrupt
+    assert interrupt.node_title == "approve"
+    assert interrupt.interrupt_data.type == 2
+    ids = [e.id for e in events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+    resumed = list(
+        coze.workflows.runs.resume(
+            workflow_id=published["workflow_id"],
+            event_id=interrupt.interrupt_data.event_id,
+            resume_data="yes",
+            interrupt_type=interrupt.interrupt_data.type,
+        )
+    )
+    messages = [e.message for e in resumed if e.event == WorkflowEventType.MESSAGE]
+    assert messages and messages[-1].node_is_finish
+    assert json.loads(messages[-1].content) == {
+        "summary": "Hello, twice.",
+        "words": 3,
+        "approved": "yes",
+    }
+    assert min(e.id for e in resumed) > max(ids)
+
+    runs = httpx.get(
+        f"{wf_server.url}/coze_lab/api/runs",
+        headers={"Authorization": f"Bearer {published['token']}"},
+    ).json()
+    execute_id = runs["data"]["runs"][0]["id"]
+    history = coze.workflows.runs.run_histories.retrieve(
+        workflow_id=published["workflow_id"], execute_id=execute_id
+    )
+    assert history.execute_status == "Success"
+    assert json.loads(history.output)["approved"] == "yes"
+    assert history.usage.token_count > 0
+    assert history.node_execute_status["clean"].is_finish
+
+
+def test_a_second_resume_is_refused(wf_server, published, model_server) -> None:
+    coze = client(wf_server, published["token"])
+    event_id = stream_until_interrupt(coze, published["workflow_id"])[
+        -1
+    ].interrupt.interrupt_data.event_id
+    list(
+        coze.workflows.runs.resume(
+            workflow_id=published["workflow_id"],
+            event_id=event_id,
+            resume_data="no",
+            interrupt_type=2,
+        )
+    )
+    with pytest.raises(CozeAPIError) as err:
+        list(
+            coze.workflows.runs.resume(
+                workflow_id=published["workflow_id"],
+                event_id=event_id,
+                resume_data="yes",
+                interrupt_type=2,
+            )
+        )
+    assert err.value.code == 4300
+
+
+def test_sigkill_between_interrupt_and_resume(
+    data_dir, db_url, env, published, model_server
+) -> None:
+    first = ServerProcess(data_dir, db_url, env=env).start()
+    coze = client(first, published["token"])
+    event_id = stream_until_interrupt(coze, published["workflow_id"])[
+        -1
+    ].interrupt.interrupt_data.event_id
+    first.kill()
+
+    second = ServerProcess(data_dir, db_url, env=env).start()
+    try:
+        pending = httpx.get(
+            f"{second.url}/coze_lab/api/interrupts",
+            headers={"Authorization": f"Bearer {published['token']}"},
+        ).json()
+        assert [p["event_id"] for p in pending["data"]["interrupts"]] == [event_id]
+        resumed = list(
+            client(second, published["token"]).workflows.runs.resume(
+                workflow_id=published["workflow_id"],
+                event_id=event_id,
+                resume_data="yes",
+                interrupt_type=2,
+            )
+        )
+        final = json.loads([e for e in resumed if e.message][-1].message.content)
+        assert final["approved"] == "yes" and final["words"] == 3
+    finally:
+        second.stop()
+
+
+def test_two_replicas_two_concurrent_resumes_one_wins(
+    data_dir, db_url, env, published, model_server
+) -> None:
+    a = ServerProcess(data_dir, db_url, env=env).start()
+    b = ServerProcess(data_dir.with_name("replica-b"), db_url, env=env).start()
+    try:
+        event_id = stream_until_interrupt(client(a, published["token"]), published["workflow_id"])[
+            -1
+        ].interrupt.interrupt_data.event_id
+        outcomes: list[object] = []
+
+        def answer(server: ServerProcess, text: str) -> None:
+            try:
+                outcomes.append(
+                    list(
+                        client(server, published["token"]).workflows.runs.resume(
+                            workflow_id=published["workflow_id"],
+                            event_id=event_id,
+                            resume_data=text,
+                            interrupt_type=2,
+                        )
+                    )
+                )
+            except CozeAPIError as exc:
+                outcomes.append(exc)
+
+        threads = [
+            threading.Thread(target=answer, args=(a, "yes")),
+            threading.Thread(target=answer, args=(b, "no")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        refused = [o for o in outcomes if isinstance(o, CozeAPIError)]
+        assert len(outcomes) == 2 and len(refused) == 1 and refused[0].code == 4300
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_sync_run_and_async_run(wf_server, db_url, data_dir, published, tmp_path) -> None:
+    admin = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    alice = admin.identity.ensure_user("alice")
+    spec = PARALLEL.validate()
+    info = admin.workflows.save(alice.id, spec.to_dict())
+    admin.workflows.publish(alice.id, info.id)
+    admin.db.dispose()
+    coze = client(wf_server, published["token"])
+    result = coze.workflows.runs.create(workflow_id=str(info.id), parameters={"topic": "x"})
+    assert result.execute_id and result.data == "{}"  # paused on its two questions
+    body = httpx.post(
+        f"{wf_server.url}/v1/workflow/run",
+        headers={"Authorization": f"Bearer {published['token']}"},
+        json={"workflow_id": str(info.id), "parameters": {"topic": "y"}, "is_async": True},
+    ).json()
+    assert body["code"] == 0 and body["execute_id"]
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"workflow_id": "123", "parameters": {}}, 4200),
+        ({"workflow_id": "abc"}, 4000),
+        ({"parameters": {"doc": "x"}}, 4000),
+        ({"workflow_id": "WID", "parameters": {"nope": 1}}, 4000),
+        ({"workflow_id": "WID", "parameters": {"doc": 5}}, 4000),
+        ({"workflow_id": "WID", "parameters": "[1]"}, 4000),
+    ],
+)
+def test_bad_run_requests_are_4xx_and_start_nothing(wf_server, published, body, code) -> None:
+    body = {k: (published["workflow_id"] if v == "WID" else v) for k, v in body.items()}
+    response = httpx.post(
+        f"{wf_server.url}/v1/workflow/stream_run",
+        json=body,
+        headers={"Authorization": f"Bearer {published['token']}"},
+    )
+    assert 400 <= response.status_code < 500 and response.json()["code"] == code
+    runs = httpx.get(
+        f"{wf_server.url}/coze_lab/api/runs",
+        headers={"Authorization": f"Bearer {published['token']}"},
+    ).json()
+    assert runs["data"]["runs"] == []
+
+
+def test_another_users_workflow_and_runs_are_invisible(
+    wf_server, published, data_dir, db_url
+) -> None:
+    args = ["--data-dir", str(data_dir), "--database-url", db_url]
+    bob = run_cli(*args, "pat", "create", "--user", "bob", "--name", "b").stdout
+    bob_token = bob.strip().splitlines()[-1]
+    with pytest.raises(CozeAPIError) as err:
+        list(
+            client(wf_server, bob_token).workflows.runs.stream(
+                workflow_id=published["workflow_id"], parameters={"doc": "x"}
+            )
+        )
+    assert err.value.code == 4200
+    listed = httpx.get(
+        f"{wf_server.url}/coze_lab/api/workflows", headers={"Authorization": f"Bearer {bob_token}"}
+    ).json()
+    assert listed["data"]["workflows"] == []
