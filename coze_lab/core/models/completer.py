@@ -16,7 +16,8 @@ class RegistryCompleter:
 
     Example:
         >>> completer = RegistryCompleter(ModelRegistry.load())      # doctest: +SKIP
-        >>> text, usage = await completer("default", [{"role": "user", "content": "hi"}])  # doctest: +SKIP
+        >>> messages = [{"role": "user", "content": "hi"}]
+        >>> text, usage = await completer("default", messages)  # doctest: +SKIP
     """
 
     def __init__(self, registry: ModelRegistry, *, client: ModelClient | None = None) -> None:

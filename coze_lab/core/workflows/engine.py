@@ -11,6 +11,7 @@ not committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -237,10 +238,8 @@ class Engine:
                     if item[1] in TERMINAL_EVENTS:
                         return
                 if run_id in self._tasks:
-                    try:
+                    with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(wake.get(), timeout=1.0)
-                    except asyncio.TimeoutError:
-                        pass
                     while not wake.empty():
                         wake.get_nowait()
                     continue
