@@ -23,8 +23,17 @@ $(VENV)/.installed: pyproject.toml labextension/package.json
 install: $(VENV)/.installed
 
 ## make lab: JupyterLab on notebooks/ with the embedded SQLite database
+## (and the offline demo model when no real model is configured)
+LAB := $(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks
 lab: install
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks
+	@if [ -z "$$OPENAI_BASE_URL$$OPENAI_API_KEY$$COZE_LAB_MODELS_FILE" ]; then \
+	  echo "coze_lab: no model configured; starting the offline DEMO model ([demo model] replies)"; \
+	  $(PY) -m coze_lab.testing.model_server --port 8799 & demo=$$!; \
+	  trap "kill $$demo" EXIT INT TERM; \
+	  OPENAI_BASE_URL=http://127.0.0.1:8799/v1 COZE_LAB_DEFAULT_MODEL=coze-lab-demo $(LAB); \
+	else \
+	  $(LAB); \
+	fi
 
 ## make test: the whole suite (PostgreSQL too when COZE_LAB_TEST_DATABASE_URL is set)
 test: install
@@ -39,8 +48,10 @@ format:
 	$(PY) -m ruff check --fix coze_lab tests bench
 	$(PY) -m ruff format coze_lab tests bench
 
+## make bench: the figures in the README (sandbox, engine vs LangGraph, API throughput)
 bench: install
 	$(PY) bench/sandbox.py
+	$(PY) bench/engine.py
 
 clean:
 	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules
