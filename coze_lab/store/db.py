@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,7 +37,10 @@ def _tune_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
+        # writes fails at once ("database is locked") when another process wrote meanwhile.
+        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")
 
 
 class Database:
@@ -52,7 +55,7 @@ class Database:
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = make_url(url)
-        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": True}
+        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": not url.startswith("sqlite")}
         if self.dialect == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if self.url.database:
@@ -60,7 +63,8 @@ class Database:
         self.engine = create_engine(self.url, **kwargs)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        self._sessions = sessionmaker(self._writer, expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
@@ -71,6 +75,18 @@ class Database:
         """A session whose work commits on success and rolls back on any exception."""
         with self._sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A Core connection in a write transaction (the hot paths use plain statements)."""
+        with self._writer.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A Core connection in a read-only transaction (never blocks writers)."""
+        with self.engine.begin() as connection:
+            yield connection
 
     def upgrade(self) -> str:
         """Bring the schema to the newest migration; return the revision."""

@@ -21,8 +21,16 @@ from typing import Any, Protocol
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
+from coze_lab.core.ids import new_id
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
-from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo, RunStore
+from coze_lab.core.workflows.runs import (
+    InterruptInfo,
+    InterruptWrite,
+    NodeRecord,
+    NodeWrite,
+    RunInfo,
+    RunStore,
+)
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
 from coze_lab.core.workflows.template import MissingValue, render
 from coze_lab.core.workflows.validate import validate
@@ -66,6 +74,27 @@ class NodeFailed(Exception):
         super().__init__(f"node '{node.id}' failed: {message}")
         self.node = node
         self.message = message
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    result: NodeResult
+    error: str | None
+    tries: int
+    inputs: dict[str, Any]
+    started_at: Any
+
+
+class _Graph:
+    """Edges into and out of every node, for the scheduler."""
+
+    def __init__(self, spec: WorkflowSpec) -> None:
+        nodes = {n.id: n for n in spec.nodes}
+        self.incoming: dict[str, list[Any]] = {n.id: [] for n in spec.nodes}
+        self.children: dict[str, list[NodeSpec]] = {n.id: [] for n in spec.nodes}
+        for edge in spec.edges:
+            self.incoming[edge.target].append(edge)
+            self.children[edge.source].append(nodes[edge.target])
 
 
 @dataclass(frozen=True)
@@ -151,7 +180,8 @@ class Engine:
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"
-        self._tasks: dict[int, asyncio.Task[RunInfo]] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
 
@@ -295,44 +325,60 @@ class Engine:
         self._tasks[run_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
 
-    async def _execute(self, run_id: int) -> RunInfo:
+    async def _execute(self, run_id: int) -> None:
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
+        self._seq.pop(run_id, None)  # foreign events may have been added since the last time
         try:
             while True:
-                status, outputs, error = await self._outcome(run_id)
                 run = self.store.get(run_id)
-                usage = _total_usage(run.nodes.values())
+                records = dict(run.nodes)
+                status, outputs, error = await self._outcome(run, records)
+                usage = _total_usage(records.values())
+                event = self._terminal_event(run, status, outputs, error, usage)
                 if self.store.finish(
-                    run_id, self.worker, status, outputs=outputs, error=error, usage=usage
+                    run_id,
+                    self.worker,
+                    status,
+                    outputs=outputs,
+                    error=error,
+                    usage=usage,
+                    event=event,
                 ):
-                    break
+                    self._notify(run_id, [event])
+                    return
                 if status != "interrupted":  # canceled or taken over meanwhile
-                    return self.store.get(run_id)
+                    return
         finally:
             heartbeat.cancel()
+            self._seq.pop(run_id, None)
+
+    def _terminal_event(
+        self,
+        run: RunInfo,
+        status: str,
+        outputs: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        usage: dict[str, int] | None,
+    ) -> tuple[int, str, dict[str, Any]]:
+        seq = self._next_seq(run.id)
         if status == "succeeded":
-            await self._event(run_id, "done", {"outputs": outputs, "usage": usage})
-        elif status == "failed":
-            await self._event(run_id, "failed", {"error": error})
-        else:
-            pending = self.store.pending(run.owner_id, run_id)
-            await self._event(
-                run_id, "interrupted", {"pending": [str(p.event_id) for p in pending]}
-            )
-        return self.store.get(run_id)
+            return seq, "done", {"outputs": outputs, "usage": usage}
+        if status == "failed":
+            return seq, "failed", {"error": error}
+        pending = [str(p.event_id) for p in self.store.pending(run.owner_id, run.id)]
+        return seq, "interrupted", {"pending": pending}
 
     async def _outcome(
-        self, run_id: int
+        self, run: RunInfo, records: dict[str, NodeRecord]
     ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
         try:
-            run = self.store.get(run_id)
-            return await self._drive(run, WorkflowSpec.from_dict(run.definition))
+            return await self._drive(run, WorkflowSpec.from_dict(run.definition), records)
         except NodeFailed as failure:
             return "failed", None, {"code": 5100, "msg": str(failure), "node_id": failure.node.id}
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:  # an engine bug must still end the run visibly
-            log.exception("run %s crashed", run_id)
+            log.exception("run %s crashed", run.id)
             return "failed", None, {"code": 5000, "msg": f"engine error: {exc}"}
 
     async def _heartbeat(self, run_id: int) -> None:
@@ -346,49 +392,43 @@ class Engine:
                 return
 
     async def _drive(
-        self, run: RunInfo, spec: WorkflowSpec
+        self, run: RunInfo, spec: WorkflowSpec, records: dict[str, NodeRecord]
     ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
-        records = dict(run.nodes)
+        """Execute until nothing can run; ``records`` (node id → record) is kept current."""
         values: dict[str, dict[str, Any]] = {
             key: rec.outputs or {} for key, rec in records.items() if rec.status == "succeeded"
         }
-        incoming: dict[str, list[Any]] = {n.id: [] for n in spec.nodes}
-        for edge in spec.edges:
-            incoming[edge.target].append(edge)
-        running: dict[asyncio.Task[NodeRecord], NodeSpec] = {}
+        graph = _Graph(spec)
+        running: dict[asyncio.Task[_Outcome], NodeSpec] = {}
         try:
-            while True:
-                progressed = True
-                while progressed:  # skip decisions can unlock more skips
-                    progressed = False
-                    for node in spec.nodes:
-                        if node.id in records and records[node.id].status not in (
-                            "pending",
-                            "running",
-                        ):
-                            continue
-                        if any(n.id == node.id for n in running.values()):
-                            continue
-                        state = _readiness(incoming[node.id], records)
-                        if state == "wait":
-                            continue
-                        if state == "skip":
-                            records[node.id] = await self._skip(run, node)
-                            progressed = True
-                            continue
-                        task = asyncio.get_running_loop().create_task(
-                            self._run_node(run, node, values, records.get(node.id))
-                        )
-                        running[task] = node
-                if not running:
-                    break
+            # nodes the first step unlocks start after one commit of their started events
+            launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
+            await self._commit(run.id, writes, events)
+            self._start_tasks(run, launch, values, records, running)
+            while running:
                 done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                writes, events, interrupts = [], [], []
+                finished: list[NodeSpec] = []
                 for task in done:
                     node = running.pop(task)
-                    record = task.result()  # NodeFailed propagates: the run fails
-                    records[node.id] = record
-                    if record.status == "succeeded":
-                        values[node.id] = record.outputs or {}
+                    finished.append(node)
+                    outcome = task.result()  # NodeFailed propagates: the run fails
+                    write, node_events, pending = self._finished(
+                        run, node, outcome, records.get(node.id)
+                    )
+                    writes.append(write)
+                    events.extend(node_events)
+                    interrupts.extend([pending] if pending else [])
+                    records[node.id] = write.record()
+                    if write.status == "succeeded":
+                        values[node.id] = write.outputs or {}
+                successors = [c for t in finished for c in graph.children[t.id]]
+                launch, more_writes, more_events = self._unlocked(
+                    successors, records, graph, running
+                )
+                # the finished nodes' records commit before any successor starts
+                await self._commit(run.id, writes + more_writes, events + more_events, interrupts)
+                self._start_tasks(run, launch, values, records, running)
         finally:
             for task in running:
                 task.cancel()
@@ -401,70 +441,126 @@ class Engine:
             return "failed", None, {"code": 5101, "msg": "the end node was not reached"}
         return "succeeded", values[end.id], None
 
-    async def _skip(self, run: RunInfo, node: NodeSpec) -> NodeRecord:
-        self.store.finish_node(run.id, node.id, "skipped", node_id=node.id, node_type=node.type)
-        await self._event(run.id, "node_skipped", {"node_id": node.id, "node_title": node.title})
-        return NodeRecord(
-            node.id, node.id, node.type, "skipped", None, None, None, None, 0, None, None, None
-        )
+    def _unlocked(
+        self,
+        candidates: list[NodeSpec],
+        records: dict[str, NodeRecord],
+        graph: _Graph,
+        running: dict[Any, NodeSpec],
+    ) -> tuple[list[NodeSpec], list[NodeWrite], list[tuple[str, dict[str, Any]]]]:
+        """Which ``candidates`` can start now; records and events of those that are skipped.
 
-    async def _run_node(
+        A skip is decided as soon as every edge into a node is settled and none is live;
+        it can settle its successors in turn, so they are examined too.
+        """
+        active = {n.id for n in running.values()}
+        launch: list[NodeSpec] = []
+        writes: list[NodeWrite] = []
+        events: list[tuple[str, dict[str, Any]]] = []
+        queue = list(candidates)
+        while queue:
+            node = queue.pop(0)
+            record = records.get(node.id)
+            if node.id in active or (
+                record is not None and record.status not in ("pending", "running")
+            ):
+                continue
+            state = _readiness(graph.incoming[node.id], records)
+            if state == "wait":
+                continue
+            if state == "skip":
+                write = NodeWrite(node.id, node.id, node.type, "skipped", exists=record is not None)
+                writes.append(write)
+                records[node.id] = write.record()
+                events.append(("node_skipped", {"node_id": node.id, "node_title": node.title}))
+                queue.extend(graph.children[node.id])
+                continue
+            active.add(node.id)
+            launch.append(node)
+            events.append(
+                (
+                    "node_started",
+                    {"node_id": node.id, "node_title": node.title, "node_type": node.type},
+                )
+            )
+        return launch, writes, events
+
+    def _start_tasks(
         self,
         run: RunInfo,
-        node: NodeSpec,
+        launch: list[NodeSpec],
         values: dict[str, dict[str, Any]],
-        previous: NodeRecord | None,
-    ) -> NodeRecord:
-        kind = NODE_TYPES[node.type]
-        resume_data = self.store.answered(run.id, node.id) if previous is not None else None
-        try:
-            inputs = resolve_inputs(kind, node, values)
-        except MissingValue as exc:
-            raise NodeFailed(node, f"{exc} has no value (its node did not run)") from exc
-        self.store.begin_node(run.id, node.id, node.id, node.type, _public(inputs))
-        await self._event(
-            run.id,
-            "node_started",
-            {"node_id": node.id, "node_title": node.title, "node_type": node.type},
-        )
-        result, error, tries = await self._attempts(run, node, kind, inputs, resume_data)
-        if result is None:
-            assert error is not None
-            result = self._on_error(node, error)
-        event_id = self.store.finish_node(
-            run.id,
+        records: dict[str, NodeRecord],
+        running: dict[asyncio.Task[_Outcome], NodeSpec],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        for node in launch:
+            task = loop.create_task(self._run_node(run, node, values, records.get(node.id)))
+            running[task] = node
+
+    async def _commit(
+        self,
+        run_id: int,
+        writes: list[NodeWrite],
+        events: list[tuple[str, dict[str, Any]]],
+        interrupts: list[InterruptWrite] | None = None,
+    ) -> None:
+        if not writes and not events and not interrupts:
+            return
+        numbered = [(self._next_seq(run_id), event, data) for event, data in events]
+        self.store.commit_step(run_id, writes, numbered, interrupts=interrupts)
+        self._notify(run_id, numbered)
+
+    def _finished(
+        self, run: RunInfo, node: NodeSpec, outcome: _Outcome, previous: NodeRecord | None
+    ) -> tuple[NodeWrite, list[tuple[str, dict[str, Any]]], InterruptWrite | None]:
+        result, error = outcome.result, outcome.error
+        interrupted = result.interrupt is not None
+        write = NodeWrite(
             node.id,
-            "interrupted" if result.interrupt else "succeeded",
+            node.id,
+            node.type,
+            "interrupted" if interrupted else "succeeded",
+            inputs=outcome.inputs,
             outputs=result.outputs,
             port=result.port,
-            usage=result.usage,
-            retries=tries - 1,
             error=None if error is None else {"msg": error},
-            interrupt=None
-            if result.interrupt is None
-            else (
+            usage=result.usage,
+            attempts=(previous.attempts if previous else 0) + outcome.tries,
+            started_at=outcome.started_at,
+            finished_at=self.clock(),
+            exists=previous is not None,
+        )
+        if result.interrupt is not None:
+            pending = InterruptWrite(
+                new_id(),
+                node.id,
+                node.id,
                 result.interrupt.type,
                 result.interrupt.data,
                 self.settings.interrupt_ttl,
                 run.owner_id,
-            ),
-        )
-        if result.interrupt is not None:
-            await self._event(
-                run.id,
-                "interrupt",
-                {
-                    "event_id": str(event_id),
-                    "type": result.interrupt.type,
-                    "data": result.interrupt.data,
-                    "node_id": node.id,
-                    "node_title": node.title,
-                },
             )
-        else:
-            if result.message is not None:
-                await self._event(
-                    run.id,
+            return (
+                write,
+                [
+                    (
+                        "interrupt",
+                        {
+                            "event_id": str(pending.event_id),
+                            "type": pending.type,
+                            "data": pending.data,
+                            "node_id": node.id,
+                            "node_title": node.title,
+                        },
+                    )
+                ],
+                pending,
+            )
+        events: list[tuple[str, dict[str, Any]]] = []
+        if result.message is not None:
+            events.append(
+                (
                     "message",
                     {
                         "node_id": node.id,
@@ -473,8 +569,9 @@ class Engine:
                         "node_is_finish": True,
                     },
                 )
-            await self._event(
-                run.id,
+            )
+        events.append(
+            (
                 "node_finished",
                 {
                     "node_id": node.id,
@@ -484,20 +581,28 @@ class Engine:
                     "usage": result.usage,
                 },
             )
-        return NodeRecord(
-            node.id,
-            node.id,
-            node.type,
-            "interrupted" if result.interrupt else "succeeded",
-            _public(inputs),
-            result.outputs,
-            result.port,
-            None if error is None else {"msg": error},
-            1,
-            result.usage,
-            None,
-            None,
         )
+        return write, events, None
+
+    async def _run_node(
+        self,
+        run: RunInfo,
+        node: NodeSpec,
+        values: dict[str, dict[str, Any]],
+        previous: NodeRecord | None,
+    ) -> _Outcome:
+        kind = NODE_TYPES[node.type]
+        resume_data = self.store.answered(run.id, node.id) if previous is not None else None
+        try:
+            inputs = resolve_inputs(kind, node, values)
+        except MissingValue as exc:
+            raise NodeFailed(node, f"{exc} has no value (its node did not run)") from exc
+        started = self.clock()
+        result, error, tries = await self._attempts(run, node, kind, inputs, resume_data)
+        if result is None:
+            assert error is not None
+            result = self._on_error(node, error)
+        return _Outcome(result, error, tries, _public(inputs), started)
 
     async def _attempts(
         self, run: RunInfo, node: NodeSpec, kind: NodeKind, inputs: dict[str, Any], resume_data: Any
@@ -531,9 +636,24 @@ class Engine:
         raise NodeFailed(node, error)
 
     async def _event(self, run_id: int, event: str, data: dict[str, Any]) -> None:
+        """An event written outside a run's execution (resume, cancel, expiry, the end)."""
+        if run_id in self._seq:
+            await self._commit(run_id, [], [(event, data)])
+            return
         seq = self.store.add_event(run_id, event, data)
+        self._notify(run_id, [(seq, event, data)])
+
+    def _next_seq(self, run_id: int) -> int:
+        # the worker holding the run's lease is its only event writer while it executes
+        if run_id not in self._seq:
+            self._seq[run_id] = self.store.last_seq(run_id)
+        self._seq[run_id] += 1
+        return self._seq[run_id]
+
+    def _notify(self, run_id: int, events: list[tuple[int, str, dict[str, Any]]]) -> None:
         for queue in self._listeners.get(run_id, []):
-            queue.put_nowait((seq, event, data))
+            for item in events:
+                queue.put_nowait(item)
 
 
 def resolve_inputs(

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
@@ -62,6 +63,52 @@ class InterruptInfo:
 
 
 @dataclass
+class NodeWrite:
+    """A node's final record for ``commit_step`` (``exists``: update instead of insert)."""
+
+    node_key: str
+    node_id: str
+    node_type: str
+    status: str
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    port: str | None = None
+    error: dict[str, Any] | None = None
+    usage: dict[str, int] | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exists: bool = False
+
+    def record(self) -> NodeRecord:
+        return NodeRecord(
+            self.node_key,
+            self.node_id,
+            self.node_type,
+            self.status,
+            self.inputs,
+            self.outputs,
+            self.port,
+            self.error,
+            self.attempts,
+            self.usage,
+            self.started_at,
+            self.finished_at,
+        )
+
+
+@dataclass(frozen=True)
+class InterruptWrite:
+    event_id: int
+    node_key: str
+    node_id: str
+    type: str
+    data: dict[str, Any]
+    ttl: timedelta
+    owner_id: int
+
+
+@dataclass
 class RunInfo:
     id: int
     owner_id: int
@@ -97,58 +144,62 @@ class RunStore:
         lease_s: float = 30,
     ) -> int:
         now = self.clock()
-        run = WorkflowRun(
-            id=new_id(),
-            owner_id=owner_id,
-            workflow_id=workflow_id,
-            version=version,
-            definition=definition,
-            status="running",
-            inputs=inputs,
-            outputs=None,
-            error=None,
-            usage=None,
-            lease_owner=lease_owner,
-            lease_until=now + timedelta(seconds=lease_s) if lease_owner else None,
-            created_at=now,
-            updated_at=now,
-            finished_at=None,
-        )
-        with self.db.transaction() as session:
-            session.add(run)
-        return run.id
+        run_id = new_id()
+        with self.db.write() as conn:
+            conn.execute(
+                insert(WorkflowRun).values(
+                    id=run_id,
+                    owner_id=owner_id,
+                    workflow_id=workflow_id,
+                    version=version,
+                    definition=definition,
+                    status="running",
+                    inputs=inputs,
+                    outputs=None,
+                    error=None,
+                    usage=None,
+                    lease_owner=lease_owner,
+                    lease_until=now + timedelta(seconds=lease_s) if lease_owner else None,
+                    created_at=now,
+                    updated_at=now,
+                    finished_at=None,
+                )
+            )
+        return run_id
 
     def get(self, run_id: int, owner_id: int | None = None, *, nodes: bool = True) -> RunInfo:
-        with self.db.transaction() as session:
-            query = select(WorkflowRun).where(WorkflowRun.id == run_id)
-            if owner_id is not None:
-                query = query.where(WorkflowRun.owner_id == owner_id)
-            row = session.scalars(query).first()
+        query = select(WorkflowRun.__table__).where(WorkflowRun.id == run_id)
+        if owner_id is not None:
+            query = query.where(WorkflowRun.owner_id == owner_id)
+        with self.db.read() as conn:
+            row = conn.execute(query).mappings().first()
             if row is None:
                 raise NotFound(f"run {run_id} does not exist")
-            info = _run_info(row)
+            info = RunInfo(**{k: row[k] for k in _RUN_FIELDS})
             if nodes:
-                for node in session.scalars(select(NodeRun).where(NodeRun.run_id == run_id)):
-                    info.nodes[node.node_key] = _node_record(node)
+                for node in conn.execute(
+                    select(NodeRun.__table__).where(NodeRun.run_id == run_id)
+                ).mappings():
+                    info.nodes[node["node_key"]] = NodeRecord(**{k: node[k] for k in _NODE_FIELDS})
         return info
 
     def list(
         self, owner_id: int, *, workflow_id: int | None = None, limit: int = 20, offset: int = 0
     ) -> list[RunInfo]:
-        query = select(WorkflowRun).where(WorkflowRun.owner_id == owner_id)
+        query = select(WorkflowRun.__table__).where(WorkflowRun.owner_id == owner_id)
         if workflow_id is not None:
             query = query.where(WorkflowRun.workflow_id == workflow_id)
-        with self.db.transaction() as session:
-            rows = session.scalars(
+        with self.db.read() as conn:
+            rows = conn.execute(
                 query.order_by(WorkflowRun.id.desc()).limit(limit).offset(offset)
-            ).all()
-            return [_run_info(row) for row in rows]
+            ).mappings()
+            return [RunInfo(**{k: row[k] for k in _RUN_FIELDS}) for row in rows]
 
     def claim(self, run_id: int, worker: str, lease_s: float) -> bool:
         """Take the run's lease unless a live worker holds it; only running runs are taken."""
         now = self.clock()
-        with self.db.transaction() as session:
-            result = session.execute(
+        with self.db.write() as conn:
+            result = conn.execute(
                 update(WorkflowRun)
                 .where(
                     WorkflowRun.id == run_id,
@@ -184,9 +235,9 @@ class RunStore:
     def stale_runs(self, limit: int = 50) -> list[int]:
         """Running runs whose worker stopped renewing its lease (it died)."""
         now = self.clock()
-        with self.db.transaction() as session:
+        with self.db.read() as conn:
             return list(
-                session.scalars(
+                conn.execute(
                     select(WorkflowRun.id)
                     .where(
                         WorkflowRun.status == "running",
@@ -194,7 +245,7 @@ class RunStore:
                     )
                     .order_by(WorkflowRun.id)
                     .limit(limit)
-                )
+                ).scalars()
             )
 
     def finish(
@@ -206,19 +257,23 @@ class RunStore:
         outputs: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
         usage: dict[str, int] | None = None,
+        event: tuple[int, str, dict[str, Any]] | None = None,
     ) -> bool:
-        """Record the run's end (or its pause as ``interrupted``) and release the lease."""
+        """Record the run's end (or its pause as ``interrupted``) and release the lease.
+
+        ``event`` is stored in the same transaction, and only if the run was finished.
+        """
         now = self.clock()
-        with self.db.transaction() as session:
+        with self.db.write() as conn:
             if (
                 status == "interrupted"
-                and session.execute(
+                and conn.execute(
                     select(NodeRun.id).where(NodeRun.run_id == run_id, NodeRun.status == "pending")
                 ).first()
                 is not None
             ):
                 return False  # an answer arrived meanwhile: the worker drives on
-            result = session.execute(
+            result = conn.execute(
                 update(WorkflowRun)
                 .where(
                     WorkflowRun.id == run_id,
@@ -236,7 +291,20 @@ class RunStore:
                     finished_at=now if status in FINISHED else None,
                 )
             )
-            return result.rowcount == 1
+            if result.rowcount != 1:
+                return False
+            if event is not None:
+                conn.execute(
+                    insert(RunEvent).values(
+                        id=new_id(),
+                        run_id=run_id,
+                        seq=event[0],
+                        event=event[1],
+                        data=event[2],
+                        created_at=now,
+                    )
+                )
+            return True
 
     def cancel(self, run_id: int, owner_id: int) -> bool:
         now = self.clock()
@@ -268,110 +336,77 @@ class RunStore:
             return result.rowcount == 1
 
     # ---- nodes --------------------------------------------------------------------------
-    def begin_node(
+    def commit_step(
         self,
         run_id: int,
-        node_key: str,
-        node_id: str,
-        node_type: str,
-        inputs: dict[str, Any] | None,
-    ) -> None:
-        now = self.clock()
-        with self.db.transaction() as session:
-            row = session.scalars(
-                select(NodeRun).where(NodeRun.run_id == run_id, NodeRun.node_key == node_key)
-            ).first()
-            if row is None:
-                session.add(
-                    NodeRun(
-                        id=new_id(),
-                        run_id=run_id,
-                        node_key=node_key,
-                        node_id=node_id,
-                        node_type=node_type,
-                        status="running",
-                        inputs=inputs,
-                        outputs=None,
-                        port=None,
-                        error=None,
-                        attempts=1,
-                        usage=None,
-                        started_at=now,
-                        finished_at=None,
-                    )
-                )
-            else:
-                row.status, row.inputs, row.error = "running", inputs, None
-                row.attempts += 1
-                row.started_at, row.finished_at = now, None
-
-    def finish_node(
-        self,
-        run_id: int,
-        node_key: str,
-        status: str,
+        nodes: list[NodeWrite],
+        events: list[tuple[int, str, dict[str, Any]]],
         *,
-        node_id: str = "",
-        node_type: str = "",
-        outputs: dict[str, Any] | None = None,
-        port: str | None = None,
-        error: dict[str, Any] | None = None,
-        usage: dict[str, int] | None = None,
-        retries: int = 0,
-        interrupt: tuple[str, dict[str, Any], timedelta, int] | None = None,
-    ) -> int | None:
-        """Commit a node's result; with ``interrupt`` also store it and return its event id."""
+        interrupts: list[InterruptWrite] | None = None,
+    ) -> None:
+        """One transaction: finished and skipped node records, their events, the events of
+        the nodes they unlock, and new interrupts. Plain SQL statements: the hot path."""
         now = self.clock()
-        event_id = None
-        with self.db.transaction() as session:
-            row = session.scalars(
-                select(NodeRun).where(NodeRun.run_id == run_id, NodeRun.node_key == node_key)
-            ).first()
-            if row is None:  # skipped nodes never began
-                row = NodeRun(
-                    id=new_id(),
-                    run_id=run_id,
-                    node_key=node_key,
-                    node_id=node_id,
-                    node_type=node_type,
-                    inputs=None,
-                    attempts=0,
-                    started_at=None,
+        with self.db.write() as conn:
+            new = [_node_row(run_id, n) for n in nodes if not n.exists]
+            if new:
+                conn.execute(insert(NodeRun), new)
+            for node in (n for n in nodes if n.exists):
+                row = _node_row(run_id, node)
+                del row["id"], row["run_id"], row["node_key"]
+                conn.execute(
+                    update(NodeRun)
+                    .where(NodeRun.run_id == run_id, NodeRun.node_key == node.node_key)
+                    .values(**row)
                 )
-                session.add(row)
-            row.status, row.outputs, row.port, row.error = status, outputs, port, error
-            row.usage, row.finished_at = usage, now
-            row.attempts += retries
-            if interrupt is not None:
-                kind, data, ttl, owner_id = interrupt
-                event_id = new_id()
-                session.add(
-                    Interrupt(
-                        id=event_id,
-                        run_id=run_id,
-                        owner_id=owner_id,
-                        node_key=node_key,
-                        node_id=row.node_id,
-                        type=kind,
-                        data=data,
-                        status="pending",
-                        resume_data=None,
-                        created_at=now,
-                        expires_at=now + ttl,
-                        resolved_at=None,
-                    )
+            if interrupts:
+                conn.execute(
+                    insert(Interrupt),
+                    [
+                        {
+                            "id": i.event_id,
+                            "run_id": run_id,
+                            "owner_id": i.owner_id,
+                            "node_key": i.node_key,
+                            "node_id": i.node_id,
+                            "type": i.type,
+                            "data": i.data,
+                            "status": "pending",
+                            "resume_data": None,
+                            "created_at": now,
+                            "expires_at": now + i.ttl,
+                            "resolved_at": None,
+                        }
+                        for i in interrupts
+                    ],
                 )
-        return event_id
+            if events:
+                conn.execute(
+                    insert(RunEvent),
+                    [
+                        {
+                            "id": new_id(),
+                            "run_id": run_id,
+                            "seq": seq,
+                            "event": event,
+                            "data": data,
+                            "created_at": now,
+                        }
+                        for seq, event, data in events
+                    ],
+                )
 
     # ---- interrupts ---------------------------------------------------------------------
     def interrupt(self, event_id: int, owner_id: int) -> InterruptInfo:
-        with self.db.transaction() as session:
-            row = session.scalars(
-                select(Interrupt).where(Interrupt.id == event_id, Interrupt.owner_id == owner_id)
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(Interrupt.__table__).where(
+                    Interrupt.id == event_id, Interrupt.owner_id == owner_id
+                )
             ).first()
-            if row is None:
-                raise NotFound(f"interrupt {event_id} does not exist")
-            return _interrupt_info(row)
+        if row is None:
+            raise NotFound(f"interrupt {event_id} does not exist")
+        return _interrupt_info(row)
 
     def resolve(self, event_id: int, owner_id: int, resume_data: Any) -> InterruptInfo:
         """Mark a pending interrupt answered and its run runnable; exactly one caller wins."""
@@ -414,26 +449,27 @@ class RunStore:
 
     def answered(self, run_id: int, node_key: str) -> Any:
         """The newest answer given to the node's interrupt (what a re-run node reads)."""
-        with self.db.transaction() as session:
-            row = session.scalars(
-                select(Interrupt)
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(Interrupt.resume_data)
                 .where(
                     Interrupt.run_id == run_id,
                     Interrupt.node_key == node_key,
                     Interrupt.status == "resumed",
                 )
                 .order_by(Interrupt.resolved_at.desc(), Interrupt.id.desc())
+                .limit(1)
             ).first()
         return None if row is None or row.resume_data is None else row.resume_data["value"]
 
     def pending(self, owner_id: int, run_id: int | None = None) -> list[InterruptInfo]:
-        query = select(Interrupt).where(
+        query = select(Interrupt.__table__).where(
             Interrupt.owner_id == owner_id, Interrupt.status == "pending"
         )
         if run_id is not None:
             query = query.where(Interrupt.run_id == run_id)
-        with self.db.transaction() as session:
-            return [_interrupt_info(r) for r in session.scalars(query.order_by(Interrupt.id))]
+        with self.db.read() as conn:
+            return [_interrupt_info(r) for r in conn.execute(query.order_by(Interrupt.id))]
 
     def expire_due(self) -> list[InterruptInfo]:
         """Mark pending interrupts past their expiry as expired; return them."""
@@ -448,36 +484,42 @@ class RunStore:
 
     # ---- events -------------------------------------------------------------------------
     def add_event(self, run_id: int, event: str, data: dict[str, Any]) -> int:
-        with self.db.transaction() as session:
-            seq = (
-                session.execute(
-                    select(func.coalesce(func.max(RunEvent.seq), 0)).where(
-                        RunEvent.run_id == run_id
+        """Append an event after the newest one (retrying if a worker took that number)."""
+        for _ in range(5):
+            try:
+                with self.db.transaction() as session:
+                    seq = (
+                        session.execute(
+                            select(func.coalesce(func.max(RunEvent.seq), 0)).where(
+                                RunEvent.run_id == run_id
+                            )
+                        ).scalar_one()
+                        + 1
                     )
-                ).scalar_one()
-                + 1
-            )
-            session.add(
-                RunEvent(
-                    id=new_id(),
-                    run_id=run_id,
-                    seq=seq,
-                    event=event,
-                    data=data,
-                    created_at=self.clock(),
-                )
-            )
-        return seq
+                    session.add(
+                        RunEvent(
+                            id=new_id(),
+                            run_id=run_id,
+                            seq=seq,
+                            event=event,
+                            data=data,
+                            created_at=self.clock(),
+                        )
+                    )
+                return seq
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"could not append an event to run {run_id}")
 
     def last_seq(self, run_id: int) -> int:
-        with self.db.transaction() as session:
-            return session.execute(
+        with self.db.read() as conn:
+            return conn.execute(
                 select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == run_id)
             ).scalar_one()
 
     def events(self, run_id: int, after: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
-        with self.db.transaction() as session:
-            rows = session.execute(
+        with self.db.read() as conn:
+            rows = conn.execute(
                 select(RunEvent.seq, RunEvent.event, RunEvent.data)
                 .where(RunEvent.run_id == run_id, RunEvent.seq > after)
                 .order_by(RunEvent.seq)
@@ -485,42 +527,57 @@ class RunStore:
         return [(r.seq, r.event, r.data) for r in rows]
 
 
-def _run_info(row: WorkflowRun) -> RunInfo:
-    return RunInfo(
-        id=row.id,
-        owner_id=row.owner_id,
-        workflow_id=row.workflow_id,
-        version=row.version,
-        definition=row.definition,
-        status=row.status,
-        inputs=row.inputs,
-        outputs=row.outputs,
-        error=row.error,
-        usage=row.usage,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        finished_at=row.finished_at,
-    )
+_RUN_FIELDS = (
+    "id",
+    "owner_id",
+    "workflow_id",
+    "version",
+    "definition",
+    "status",
+    "inputs",
+    "outputs",
+    "error",
+    "usage",
+    "created_at",
+    "updated_at",
+    "finished_at",
+)
+_NODE_FIELDS = (
+    "node_key",
+    "node_id",
+    "node_type",
+    "status",
+    "inputs",
+    "outputs",
+    "port",
+    "error",
+    "attempts",
+    "usage",
+    "started_at",
+    "finished_at",
+)
 
 
-def _node_record(row: NodeRun) -> NodeRecord:
-    return NodeRecord(
-        node_key=row.node_key,
-        node_id=row.node_id,
-        node_type=row.node_type,
-        status=row.status,
-        inputs=row.inputs,
-        outputs=row.outputs,
-        port=row.port,
-        error=row.error,
-        attempts=row.attempts,
-        usage=row.usage,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+def _node_row(run_id: int, node: NodeWrite) -> dict[str, Any]:
+    return {
+        "id": new_id(),
+        "run_id": run_id,
+        "node_key": node.node_key,
+        "node_id": node.node_id,
+        "node_type": node.node_type,
+        "status": node.status,
+        "inputs": node.inputs,
+        "outputs": node.outputs,
+        "port": node.port,
+        "error": node.error,
+        "usage": node.usage,
+        "attempts": node.attempts,
+        "started_at": node.started_at,
+        "finished_at": node.finished_at,
+    }
 
 
-def _interrupt_info(row: Interrupt) -> InterruptInfo:
+def _interrupt_info(row: Any) -> InterruptInfo:
     return InterruptInfo(
         event_id=row.id,
         run_id=row.run_id,

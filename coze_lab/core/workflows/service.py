@@ -42,6 +42,7 @@ class WorkflowService:
     def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
         self._db = db
         self._clock = clock
+        self._versions: dict[int, WorkflowSpec] = {}  # version row id → parsed definition
 
     def save(self, owner_id: int, definition: dict[str, Any]) -> WorkflowInfo:
         """Create the workflow, or replace the draft of the owner's workflow of that name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict, deque
 
 from coze_lab.core.workflows.nodes import NODE_TYPES
@@ -15,13 +16,19 @@ from coze_lab.core.workflows.spec import (
     whole_reference,
 )
 
+_VALID: dict[int, weakref.ref[WorkflowSpec]] = {}  # id → the spec object that passed
+
 
 def validate(spec: WorkflowSpec, *, complete: bool = True) -> None:
     """Raise WorkflowDefinitionError unless ``spec`` can run.
 
     ``complete=False`` skips the checks that only a finished definition can pass (an end
-    node, everything reachable), so the DSL can check each node as it is added.
+    node, everything reachable), so the DSL can check each node as it is added. A spec
+    object that passed once is not checked again (specs are immutable).
     """
+    known = _VALID.get(id(spec))
+    if complete and known is not None and known() is spec:
+        return
     if not isinstance(spec.name, str) or not spec.name.strip():
         raise WorkflowDefinitionError("a workflow needs a name")
     nodes = {}
@@ -46,6 +53,8 @@ def validate(spec: WorkflowSpec, *, complete: bool = True) -> None:
         _check_references(node, nodes, ancestors[node.id])
     if complete:
         _check_complete(spec, nodes, starts, ancestors)
+        key = id(spec)
+        _VALID[key] = weakref.ref(spec, lambda _ref: _VALID.pop(key, None))
 
 
 def _check_edges(spec: WorkflowSpec, nodes: dict[str, NodeSpec]) -> dict[str, set[str]]:

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from coze_lab.core.errors import InvalidParameter
-from coze_lab.core.workflows.runs import InterruptGone
+from coze_lab.core.workflows.runs import InterruptGone, NodeWrite
 from coze_lab.local import LocalHost, LocalRun
 from coze_lab.store.models import NodeRun, RunEvent
 from tests.core.workflows.examples import FAILING, PARALLEL, REVIEW, SLOW
@@ -134,17 +134,19 @@ def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHo
     run_id = store.create(
         host.user.id, spec.to_dict(), {"doc": "a b c"}, lease_owner="dead-worker", lease_s=-1
     )
-    store.begin_node(run_id, "begin", "begin", "start", {})
-    store.finish_node(run_id, "begin", "succeeded", outputs={"doc": "a b c"})
-    # the crash happened while tidy was running: begun, never committed
-    store.begin_node(run_id, "tidy", "tidy", "code", {"doc": "a b c"})
+    store.commit_step(run_id, [NodeWrite("begin", "begin", "start", "succeeded",
+                                         outputs={"doc": "a b c"}, attempts=1)],
+                      [(1, "node_started", {"node_id": "tidy"})])
+    # the crash happened while tidy was running: started, never committed
 
     recovered = host.call(host.runtime.engine.recover())
     assert recovered == [run_id]
     info = host.call(host.runtime.engine.wait(run_id))
     assert info.status == "interrupted"
     assert info.nodes["begin"].attempts == 1  # committed before the crash: not run again
-    assert info.nodes["tidy"].attempts == 2 and info.nodes["tidy"].outputs["words"] == 3
+    assert info.nodes["tidy"].attempts == 1 and info.nodes["tidy"].outputs["words"] == 3
+    seqs = [seq for seq, _, _ in store.events(run_id)]
+    assert seqs == sorted(set(seqs)) and seqs[0] == 1  # numbering went on after the crash
 
 
 def test_a_live_lease_is_not_taken_over(host: LocalHost) -> None:
