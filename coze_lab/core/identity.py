@@ -72,15 +72,17 @@ class IdentityService:
         return None if row is None else _user_info(row[0], row[1])
 
     def get_user(self, user_id: int) -> UserInfo:
-        with self._db.transaction() as session:
-            row = session.execute(
-                select(User, Workspace.id)
+        with self._db.read() as conn:
+            row = conn.execute(
+                select(User.id, User.name, User.created_at, Workspace.id.label("workspace_id"))
                 .join(Workspace, Workspace.owner_id == User.id)
                 .where(User.id == user_id, Workspace.workspace_type == "personal")
             ).first()
         if row is None:
             raise NotFound(f"user {user_id} does not exist")
-        return _user_info(row[0], row[1])
+        return UserInfo(
+            id=row.id, name=row.name, workspace_id=row.workspace_id, created_at=row.created_at
+        )
 
     def list_workspaces(
         self, user_id: int, *, page_num: int = 1, page_size: int = 20

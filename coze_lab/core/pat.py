@@ -151,28 +151,24 @@ class TokenService:
             raise Unauthenticated("malformed personal access token")
         digest = hash_token(raw)
         now = self._clock()
-        with self._db.transaction() as session:
-            row = session.scalars(
-                select(PersonalAccessToken).where(PersonalAccessToken.token_hash == digest)
-            ).first()
-            if row is None or not hmac.compare_digest(row.token_hash, digest):
-                raise Unauthenticated("unknown personal access token")
-            if row.revoked_at is not None:
-                raise Unauthenticated("personal access token has been revoked")
-            if row.expires_at is not None and row.expires_at <= now:
-                raise Unauthenticated("personal access token has expired")
-            if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
-                session.execute(
-                    update(PersonalAccessToken)
-                    .where(PersonalAccessToken.id == row.id)
-                    .values(last_used_at=now)
-                )
-            return Principal(
-                user_id=row.user_id,
-                token_id=row.id,
-                scopes=None if row.scopes is None else frozenset(row.scopes),
-                connector_id=row.connector_id,
-            )
+        table = PersonalAccessToken.__table__
+        with self._db.read() as conn:
+            row = conn.execute(select(table).where(table.c.token_hash == digest)).first()
+        if row is None or not hmac.compare_digest(row.token_hash, digest):
+            raise Unauthenticated("unknown personal access token")
+        if row.revoked_at is not None:
+            raise Unauthenticated("personal access token has been revoked")
+        if row.expires_at is not None and row.expires_at <= now:
+            raise Unauthenticated("personal access token has expired")
+        if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+            with self._db.write() as conn:
+                conn.execute(update(table).where(table.c.id == row.id).values(last_used_at=now))
+        return Principal(
+            user_id=row.user_id,
+            token_id=row.id,
+            scopes=None if row.scopes is None else frozenset(row.scopes),
+            connector_id=row.connector_id,
+        )
 
 
 def _valid_name(name: object) -> str:

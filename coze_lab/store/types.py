@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import DateTime
+from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -15,6 +16,11 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     impl = DateTime
     cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):  # keep microseconds: orderings rely on them
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        return dialect.type_descriptor(DateTime())
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
         if value is None:

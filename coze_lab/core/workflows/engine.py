@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.runs import (
+    FINISHED,
     InterruptInfo,
     InterruptWrite,
     NodeRecord,
@@ -180,7 +181,7 @@ class Engine:
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"
-        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._tasks: dict[int, asyncio.Task[RunInfo | None]] = {}
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
@@ -198,16 +199,35 @@ class Engine:
         """Create a run and execute it in the background; return its id (execute_id)."""
         validate(spec)
         values = check_inputs(spec, inputs)
+        definition = spec.to_dict()
         run_id = self.store.create(
             owner_id,
-            spec.to_dict(),
+            definition,
             values,
             workflow_id=workflow_id,
             version=version,
             lease_owner=self.worker,
             lease_s=self.settings.lease_s,
         )
-        self._launch(run_id)
+        now = self.clock()
+        self._launch(
+            run_id,
+            RunInfo(
+                id=run_id,
+                owner_id=owner_id,
+                workflow_id=workflow_id,
+                version=version,
+                definition=definition,
+                status="running",
+                inputs=values,
+                outputs=None,
+                error=None,
+                usage=None,
+                created_at=now,
+                updated_at=now,
+                finished_at=None,
+            ),
+        )
         return run_id
 
     async def resume(self, owner_id: int, event_id: int, resume_data: Any) -> InterruptInfo:
@@ -242,10 +262,13 @@ class Engine:
         task = self._tasks.get(run_id)
         if task is not None:
             try:
-                await asyncio.shield(task)
+                final = await asyncio.shield(task)
             except asyncio.CancelledError:
                 if not task.cancelled():
                     raise
+            else:
+                if final is not None:
+                    return final
         return self.store.get(run_id)
 
     async def events(
@@ -320,22 +343,23 @@ class Engine:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---- execution ----------------------------------------------------------------------
-    def _launch(self, run_id: int) -> None:
-        task = asyncio.get_running_loop().create_task(self._execute(run_id))
+    def _launch(self, run_id: int, run: RunInfo | None = None) -> None:
+        task = asyncio.get_running_loop().create_task(self._execute(run_id, run))
         self._tasks[run_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
 
-    async def _execute(self, run_id: int) -> None:
+    async def _execute(self, run_id: int, run: RunInfo | None = None) -> RunInfo | None:
+        """Drive the run until it stops; return its final state (None: not ours to finish)."""
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
         self._seq.pop(run_id, None)  # foreign events may have been added since the last time
         try:
             while True:
-                run = self.store.get(run_id)
+                run = run or self.store.get(run_id)
                 records = dict(run.nodes)
                 status, outputs, error = await self._outcome(run, records)
                 usage = _total_usage(records.values())
                 event = self._terminal_event(run, status, outputs, error, usage)
-                if self.store.finish(
+                when = self.store.finish(
                     run_id,
                     self.worker,
                     status,
@@ -343,11 +367,22 @@ class Engine:
                     error=error,
                     usage=usage,
                     event=event,
-                ):
+                )
+                if when is not None:
                     self._notify(run_id, [event])
-                    return
+                    return replace(
+                        run,
+                        status=status,
+                        outputs=outputs,
+                        error=error,
+                        usage=usage,
+                        updated_at=when,
+                        nodes=records,
+                        finished_at=when if status in FINISHED else None,
+                    )
                 if status != "interrupted":  # canceled or taken over meanwhile
-                    return
+                    return None
+                run = None  # an answer arrived meanwhile: reload and drive on
         finally:
             heartbeat.cancel()
             self._seq.pop(run_id, None)

@@ -17,6 +17,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
+from coze_lab.store.bulk import BulkInsert
 from coze_lab.store.models import Interrupt, NodeRun, RunEvent, WorkflowRun
 
 FINISHED = ("succeeded", "failed", "canceled")
@@ -258,10 +259,11 @@ class RunStore:
         error: dict[str, Any] | None = None,
         usage: dict[str, int] | None = None,
         event: tuple[int, str, dict[str, Any]] | None = None,
-    ) -> bool:
+    ) -> datetime | None:
         """Record the run's end (or its pause as ``interrupted``) and release the lease.
 
         ``event`` is stored in the same transaction, and only if the run was finished.
+        Returns the time written, or None when the run was not this worker's to finish.
         """
         now = self.clock()
         with self.db.write() as conn:
@@ -272,7 +274,7 @@ class RunStore:
                 ).first()
                 is not None
             ):
-                return False  # an answer arrived meanwhile: the worker drives on
+                return None  # an answer arrived meanwhile: the worker drives on
             result = conn.execute(
                 update(WorkflowRun)
                 .where(
@@ -292,7 +294,7 @@ class RunStore:
                 )
             )
             if result.rowcount != 1:
-                return False
+                return None
             if event is not None:
                 conn.execute(
                     insert(RunEvent).values(
@@ -304,7 +306,7 @@ class RunStore:
                         created_at=now,
                     )
                 )
-            return True
+            return now
 
     def cancel(self, run_id: int, owner_id: int) -> bool:
         now = self.clock()
@@ -345,12 +347,10 @@ class RunStore:
         interrupts: list[InterruptWrite] | None = None,
     ) -> None:
         """One transaction: finished and skipped node records, their events, the events of
-        the nodes they unlock, and new interrupts. Plain SQL statements: the hot path."""
+        the nodes they unlock, and new interrupts. Plain INSERTs: this is the hot path."""
         now = self.clock()
         with self.db.write() as conn:
-            new = [_node_row(run_id, n) for n in nodes if not n.exists]
-            if new:
-                conn.execute(insert(NodeRun), new)
+            _NODES.run(conn, [_node_row(run_id, n) for n in nodes if not n.exists])
             for node in (n for n in nodes if n.exists):
                 row = _node_row(run_id, node)
                 del row["id"], row["run_id"], row["node_key"]
@@ -359,44 +359,41 @@ class RunStore:
                     .where(NodeRun.run_id == run_id, NodeRun.node_key == node.node_key)
                     .values(**row)
                 )
-            if interrupts:
-                conn.execute(
-                    insert(Interrupt),
-                    [
-                        {
-                            "id": i.event_id,
-                            "run_id": run_id,
-                            "owner_id": i.owner_id,
-                            "node_key": i.node_key,
-                            "node_id": i.node_id,
-                            "type": i.type,
-                            "data": i.data,
-                            "status": "pending",
-                            "resume_data": None,
-                            "created_at": now,
-                            "expires_at": now + i.ttl,
-                            "resolved_at": None,
-                        }
-                        for i in interrupts
-                    ],
-                )
-            if events:
-                conn.execute(
-                    insert(RunEvent),
-                    [
-                        {
-                            "id": new_id(),
-                            "run_id": run_id,
-                            "seq": seq,
-                            "event": event,
-                            "data": data,
-                            "created_at": now,
-                        }
-                        for seq, event, data in events
-                    ],
-                )
+            _INTERRUPTS.run(
+                conn,
+                [
+                    {
+                        "id": i.event_id,
+                        "run_id": run_id,
+                        "owner_id": i.owner_id,
+                        "node_key": i.node_key,
+                        "node_id": i.node_id,
+                        "type": i.type,
+                        "data": i.data,
+                        "status": "pending",
+                        "resume_data": None,
+                        "created_at": now,
+                        "expires_at": now + i.ttl,
+                        "resolved_at": None,
+                    }
+                    for i in interrupts or []
+                ],
+            )
+            _EVENTS.run(
+                conn,
+                [
+                    {
+                        "id": new_id(),
+                        "run_id": run_id,
+                        "seq": seq,
+                        "event": event,
+                        "data": data,
+                        "created_at": now,
+                    }
+                    for seq, event, data in events
+                ],
+            )
 
-    # ---- interrupts ---------------------------------------------------------------------
     def interrupt(self, event_id: int, owner_id: int) -> InterruptInfo:
         with self.db.read() as conn:
             row = conn.execute(
@@ -527,6 +524,9 @@ class RunStore:
         return [(r.seq, r.event, r.data) for r in rows]
 
 
+_NODES = BulkInsert(NodeRun.__table__)
+_EVENTS = BulkInsert(RunEvent.__table__)
+_INTERRUPTS = BulkInsert(Interrupt.__table__)
 _RUN_FIELDS = (
     "id",
     "owner_id",
