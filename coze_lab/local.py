@@ -110,7 +110,7 @@ class LocalRun:
         async def answer() -> RunInfo:
             engine = self.host.runtime.engine
             info = await engine.resume(self.info.owner_id, int(event_id), data)
-            return await engine.wait(info.run_id)
+            return await engine.wait(info.root_run_id)
 
         self.info = self.host.call(answer())
         self.__post_init__()

@@ -104,6 +104,11 @@ class WorkflowRun(Base):
         ForeignKey("workflows.id", ondelete="SET NULL"), nullable=True, index=True
     )
     version: Mapped[int | None]
+    parent_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workflow_runs.id", ondelete="CASCADE"), nullable=True
+    )
+    parent_node_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    root_run_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
     definition: Mapped[dict] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
     inputs: Mapped[dict] = mapped_column(JSON)
@@ -116,7 +121,10 @@ class WorkflowRun(Base):
     updated_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
 
-    __table_args__ = (Index("ix_workflow_runs_status_lease", "status", "lease_until"),)
+    __table_args__ = (
+        Index("ix_workflow_runs_status_lease", "status", "lease_until"),
+        Index("ux_workflow_runs_child", "parent_run_id", "parent_node_key", unique=True),
+    )
 
 
 class NodeRun(Base):
@@ -149,6 +157,7 @@ class Interrupt(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     run_id: Mapped[int] = mapped_column(ForeignKey("workflow_runs.id", ondelete="CASCADE"))
+    root_run_id: Mapped[int] = mapped_column(index=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     node_key: Mapped[str] = mapped_column(String(255))
     node_id: Mapped[str] = mapped_column(String(64))

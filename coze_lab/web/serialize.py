@@ -79,7 +79,8 @@ def chat_usage(usage: dict[str, int]) -> dict[str, int]:
 def interrupt(info: InterruptInfo) -> dict[str, Any]:
     return {
         "event_id": str(info.event_id),
-        "execute_id": str(info.run_id),
+        "execute_id": str(info.root_run_id),
+        "run_id": str(info.run_id),
         "node_id": info.node_id,
         "type": info.type,
         "data": info.data,

@@ -249,16 +249,68 @@ class Workflow:
     def message(self, node_id: str, *, content: str, **kwargs: Any) -> str:
         return self.node("message", node_id, content=content, **kwargs)
 
+    def subworkflow(
+        self, node_id: str, *, workflow: Workflow | dict[str, Any], **kwargs: Any
+    ) -> str:
+        """Run another workflow (a ``Workflow`` or its JSON) with ``inputs=``."""
+        return self.node("subworkflow", node_id, definition=_definition(workflow), **kwargs)
+
+    def loop(
+        self,
+        node_id: str,
+        *,
+        body: Workflow | dict[str, Any],
+        over: str | None = None,
+        count: int | None = None,
+        variables: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Run ``body`` per item of ``over`` (a reference to an array) or ``count`` times."""
+        node_inputs = dict(inputs or {})
+        if over is not None:
+            node_inputs["over"] = over
+        config: dict[str, Any] = {"definition": _definition(body)}
+        if count is not None:
+            config["count"] = count
+        if variables:
+            config["variables"] = variables
+        return self.node("loop", node_id, inputs=node_inputs, **config, **kwargs)
+
+    def batch(
+        self,
+        node_id: str,
+        *,
+        body: Workflow | dict[str, Any],
+        over: str,
+        concurrency: int = 4,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Run ``body`` for every item of ``over`` in parallel (``concurrency`` at a time)."""
+        return self.node(
+            "batch",
+            node_id,
+            inputs={**(inputs or {}), "over": over},
+            definition=_definition(body),
+            concurrency=concurrency,
+            **kwargs,
+        )
+
     def end(
         self,
         *,
         after: str | Sequence[str] | None = None,
-        answer: str | None = None,
+        answer_template: str | None = None,
         node_id: str = "end",
         **outputs: Any,
     ) -> str:
-        """The end node: its keyword arguments (templates) become the run's outputs."""
-        config = {"answer": answer} if answer is not None else {}
+        """The end node: its keyword arguments (templates) become the run's outputs.
+
+        ``answer_template`` (e.g. ``"Done: {{x.y}}"``) is streamed as the final message
+        instead of the outputs as JSON.
+        """
+        config = {"answer": answer_template} if answer_template is not None else {}
         return self.node("end", node_id, inputs=outputs, after=after, **config)
 
     # ---- results ------------------------------------------------------------------------
@@ -319,6 +371,10 @@ class Workflow:
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, nodes={[n.id for n in self._nodes]})"
+
+
+def _definition(workflow: Workflow | dict[str, Any]) -> dict[str, Any]:
+    return workflow.to_json() if isinstance(workflow, Workflow) else dict(workflow)
 
 
 def _function_source(func: Callable[..., Any]) -> str:

@@ -23,6 +23,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
+from coze_lab.core.workflows.nodes.base import ChildOutcome
 from coze_lab.core.workflows.runs import (
     FINISHED,
     InterruptInfo,
@@ -143,6 +144,39 @@ class _Context:
             )
         return await completer(model, messages, **params)
 
+    async def run_child(self, spec: WorkflowSpec, inputs: dict[str, Any], key: str) -> ChildOutcome:
+        """Run ``spec`` as a child of this run under ``key``, or pick up the one there.
+
+        A finished child is never run again (loop iterations are durable); a child waiting
+        for a person reports its questions; a child that was interrupted mid-way (a crash,
+        an answer just given) is continued here, inside the root run's task.
+        """
+        engine, store = self._engine, self._engine.store
+        child_key = f"{self._node.id}#{key}"
+        child = store.child(self._run.id, child_key)
+        if child is None:
+            validate(spec)
+            values = check_inputs(spec, inputs)
+            definition = spec.to_dict()
+            child_id = store.create(
+                self._run.owner_id,
+                definition,
+                values,
+                lease_owner=engine.worker,
+                lease_s=engine.settings.lease_s,
+                parent=(self._run.id, child_key, self._run.root),
+            )
+            child = store.get(child_id)
+        elif child.status == "running":
+            store.claim(child.id, engine.worker, engine.settings.lease_s)
+        if child.status == "running":
+            child = await engine._execute(child.id, child) or store.get(child.id)
+        if child.status == "succeeded":
+            return ChildOutcome("succeeded", outputs=child.outputs or {})
+        if child.status == "interrupted":
+            return ChildOutcome("interrupted", waiting=store.pending(child.owner_id, child.id))
+        return ChildOutcome(child.status, error=(child.error or {}).get("msg", child.status))
+
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
@@ -237,14 +271,12 @@ class Engine:
         node = WorkflowSpec.from_dict(run.definition).node(pending.node_id)
         NODE_TYPES[node.type].check_resume(node, resume_data)
         info = self.store.resolve(event_id, owner_id, resume_data)
-        # a run still executing here picks the answer up itself before it pauses
-        if info.run_id not in self._tasks and self.store.claim(
-            info.run_id, self.worker, self.settings.lease_s
-        ):
-            await self._event(
-                info.run_id, "resumed", {"event_id": str(event_id), "node_id": info.node_id}
-            )
-            self._launch(info.run_id)
+        # the root run drives the runs it started; a root still executing here picks the
+        # answer up itself before it pauses
+        root = info.root_run_id
+        if root not in self._tasks and self.store.claim(root, self.worker, self.settings.lease_s):
+            await self._event(root, "resumed", {"event_id": str(event_id), "node_id": info.node_id})
+            self._launch(root)
         return info
 
     async def cancel(self, owner_id: int, run_id: int) -> bool:
@@ -550,7 +582,7 @@ class Engine:
         self, run: RunInfo, node: NodeSpec, outcome: _Outcome, previous: NodeRecord | None
     ) -> tuple[NodeWrite, list[tuple[str, dict[str, Any]]], InterruptWrite | None]:
         result, error = outcome.result, outcome.error
-        interrupted = result.interrupt is not None
+        interrupted = result.interrupt is not None or bool(result.waiting)
         write = NodeWrite(
             node.id,
             node.id,
@@ -566,9 +598,29 @@ class Engine:
             finished_at=self.clock(),
             exists=previous is not None,
         )
+        if result.waiting:
+            return (
+                write,
+                [
+                    (
+                        "interrupt",
+                        {
+                            "event_id": str(p.event_id),
+                            "type": p.type,
+                            "data": p.data,
+                            "node_id": p.node_id,
+                            "node_title": f"{node.title}/{p.node_id}",
+                            "execute_id": str(p.run_id),
+                        },
+                    )
+                    for p in result.waiting
+                ],
+                None,
+            )
         if result.interrupt is not None:
             pending = InterruptWrite(
                 new_id(),
+                run.root,
                 node.id,
                 node.id,
                 result.interrupt.type,

@@ -53,6 +53,7 @@ class NodeRecord:
 class InterruptInfo:
     event_id: int
     run_id: int
+    root_run_id: int
     node_key: str
     node_id: str
     type: str
@@ -101,6 +102,7 @@ class NodeWrite:
 @dataclass(frozen=True)
 class InterruptWrite:
     event_id: int
+    root_run_id: int
     node_key: str
     node_id: str
     type: str
@@ -124,7 +126,14 @@ class RunInfo:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    parent_run_id: int | None = None
+    parent_node_key: str | None = None
+    root_run_id: int | None = None
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
+
+    @property
+    def root(self) -> int:
+        return self.root_run_id or self.id
 
 
 class RunStore:
@@ -143,7 +152,9 @@ class RunStore:
         version: int | None = None,
         lease_owner: str | None = None,
         lease_s: float = 30,
+        parent: tuple[int, str, int] | None = None,
     ) -> int:
+        """A new running run; ``parent`` = (parent run, child key, root run) for child runs."""
         now = self.clock()
         run_id = new_id()
         with self.db.write() as conn:
@@ -153,6 +164,9 @@ class RunStore:
                     owner_id=owner_id,
                     workflow_id=workflow_id,
                     version=version,
+                    parent_run_id=parent[0] if parent else None,
+                    parent_node_key=parent[1] if parent else None,
+                    root_run_id=parent[2] if parent else run_id,
                     definition=definition,
                     status="running",
                     inputs=inputs,
@@ -167,6 +181,16 @@ class RunStore:
                 )
             )
         return run_id
+
+    def child(self, parent_run_id: int, key: str) -> RunInfo | None:
+        """The child run a node started under ``key`` (a sub-workflow, a loop iteration)."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(WorkflowRun.id).where(
+                    WorkflowRun.parent_run_id == parent_run_id, WorkflowRun.parent_node_key == key
+                )
+            ).first()
+        return None if row is None else self.get(row.id)
 
     def get(self, run_id: int, owner_id: int | None = None, *, nodes: bool = True) -> RunInfo:
         query = select(WorkflowRun.__table__).where(WorkflowRun.id == run_id)
@@ -234,7 +258,10 @@ class RunStore:
         return row.status
 
     def stale_runs(self, limit: int = 50) -> list[int]:
-        """Running runs whose worker stopped renewing its lease (it died)."""
+        """Running top-level runs whose worker stopped renewing its lease (it died).
+
+        Child runs are driven by their root's worker, so only roots are listed.
+        """
         now = self.clock()
         with self.db.read() as conn:
             return list(
@@ -242,6 +269,7 @@ class RunStore:
                     select(WorkflowRun.id)
                     .where(
                         WorkflowRun.status == "running",
+                        WorkflowRun.parent_run_id.is_(None),
                         or_(WorkflowRun.lease_until.is_(None), WorkflowRun.lease_until < now),
                     )
                     .order_by(WorkflowRun.id)
@@ -330,9 +358,29 @@ class RunStore:
                     error={"code": 4300, "msg": "canceled"},
                 )
             )
+            # the runs it started (sub-workflows, loop iterations) stop with it
+            session.execute(
+                update(WorkflowRun)
+                .where(
+                    WorkflowRun.root_run_id == run_id,
+                    WorkflowRun.id != run_id,
+                    WorkflowRun.status.in_(("running", "interrupted")),
+                )
+                .values(
+                    status="canceled",
+                    lease_owner=None,
+                    lease_until=None,
+                    updated_at=now,
+                    finished_at=now,
+                    error={"code": 4300, "msg": "canceled"},
+                )
+            )
             session.execute(
                 update(Interrupt)
-                .where(Interrupt.run_id == run_id, Interrupt.status == "pending")
+                .where(
+                    or_(Interrupt.run_id == run_id, Interrupt.root_run_id == run_id),
+                    Interrupt.status == "pending",
+                )
                 .values(status="canceled", resolved_at=now)
             )
             return result.rowcount == 1
@@ -365,6 +413,7 @@ class RunStore:
                     {
                         "id": i.event_id,
                         "run_id": run_id,
+                        "root_run_id": i.root_run_id,
                         "owner_id": i.owner_id,
                         "node_key": i.node_key,
                         "node_id": i.node_id,
@@ -434,13 +483,32 @@ class RunStore:
                 .where(NodeRun.run_id == row.run_id, NodeRun.node_key == row.node_key)
                 .values(status="pending")
             )
-            session.execute(
-                update(WorkflowRun)
-                .where(
-                    WorkflowRun.id == row.run_id, WorkflowRun.status.in_(("interrupted", "running"))
+            run_id: int | None = row.run_id
+            node_key = row.node_key
+            while run_id is not None:  # the run, then every run waiting on it, up to the root
+                session.execute(
+                    update(NodeRun)
+                    .where(
+                        NodeRun.run_id == run_id,
+                        NodeRun.node_key == node_key,
+                        NodeRun.status.in_(("interrupted", "pending")),
+                    )
+                    .values(status="pending")
                 )
-                .values(status="running", updated_at=now)
-            )
+                session.execute(
+                    update(WorkflowRun)
+                    .where(
+                        WorkflowRun.id == run_id, WorkflowRun.status.in_(("interrupted", "running"))
+                    )
+                    .values(status="running", updated_at=now)
+                )
+                parent = session.execute(
+                    select(WorkflowRun.parent_run_id, WorkflowRun.parent_node_key).where(
+                        WorkflowRun.id == run_id
+                    )
+                ).first()
+                run_id = parent.parent_run_id if parent else None
+                node_key = (parent.parent_node_key or "").split("#", 1)[0]
             session.refresh(row)
             return _interrupt_info(row)
 
@@ -460,13 +528,32 @@ class RunStore:
         return None if row is None or row.resume_data is None else row.resume_data["value"]
 
     def pending(self, owner_id: int, run_id: int | None = None) -> list[InterruptInfo]:
+        """Pending questions of a user, or of one run and every run it started."""
         query = select(Interrupt.__table__).where(
             Interrupt.owner_id == owner_id, Interrupt.status == "pending"
         )
         if run_id is not None:
-            query = query.where(Interrupt.run_id == run_id)
+            with self.db.read() as conn:
+                root = conn.execute(
+                    select(WorkflowRun.root_run_id).where(WorkflowRun.id == run_id)
+                ).scalar()
+            query = query.where(Interrupt.root_run_id == (root or run_id))
         with self.db.read() as conn:
-            return [_interrupt_info(r) for r in conn.execute(query.order_by(Interrupt.id))]
+            found = [_interrupt_info(r) for r in conn.execute(query.order_by(Interrupt.id))]
+        if run_id is None:
+            return found
+        return [i for i in found if self._under(i.run_id, run_id)]
+
+    def _under(self, run_id: int | None, ancestor: int) -> bool:
+        """Whether ``run_id`` is ``ancestor`` or a run started (transitively) by it."""
+        with self.db.read() as conn:
+            while run_id is not None:
+                if run_id == ancestor:
+                    return True
+                run_id = conn.execute(
+                    select(WorkflowRun.parent_run_id).where(WorkflowRun.id == run_id)
+                ).scalar()
+        return False
 
     def expire_due(self) -> list[InterruptInfo]:
         """Mark pending interrupts past their expiry as expired; return them."""
@@ -541,6 +628,9 @@ _RUN_FIELDS = (
     "created_at",
     "updated_at",
     "finished_at",
+    "parent_run_id",
+    "parent_node_key",
+    "root_run_id",
 )
 _NODE_FIELDS = (
     "node_key",
@@ -581,6 +671,7 @@ def _interrupt_info(row: Any) -> InterruptInfo:
     return InterruptInfo(
         event_id=row.id,
         run_id=row.run_id,
+        root_run_id=row.root_run_id,
         node_key=row.node_key,
         node_id=row.node_id,
         type=row.type,

@@ -150,4 +150,4 @@ class InterruptResumeHandler(CozeHandler):
         info = await self.runtime.engine.resume(
             user.id, parse_id(event_id, "event_id"), body["data"]
         )
-        self.reply({"execute_id": str(info.run_id), "event_id": str(info.event_id)})
+        self.reply({"execute_id": str(info.root_run_id), "event_id": str(info.event_id)})

@@ -134,7 +134,7 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
         workflow_id = self.workflow_id(body)
         event_id = parse_id(body.get("event_id"), "event_id")
         pending = self.runtime.engine.store.interrupt(event_id, user.id)
-        run = self.runtime.engine.store.get(pending.run_id, user.id, nodes=False)
+        run = self.runtime.engine.store.get(pending.root_run_id, user.id, nodes=False)
         if run.workflow_id != workflow_id:
             raise InvalidParameter("event_id does not belong to this workflow")
         resume_data = body.get("resume_data")

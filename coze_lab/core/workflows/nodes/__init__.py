@@ -16,6 +16,7 @@ from coze_lab.core.workflows.nodes.basic import (
     TextNode,
 )
 from coze_lab.core.workflows.nodes.code import CodeNode
+from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, SubworkflowNode
 from coze_lab.core.workflows.nodes.condition import ConditionNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
@@ -34,6 +35,9 @@ NODE_TYPES: dict[str, NodeKind] = {
         QuestionNode(),
         InputNode(),
         LlmNode(),
+        SubworkflowNode(),
+        LoopNode(),
+        BatchNode(),
     )
 }
 

@@ -27,6 +27,8 @@ class NodeResult:
     interrupt: InterruptRequest | None = None
     usage: dict[str, int] | None = None
     message: str | None = None
+    #: questions of the runs this node started (sub-workflow, loop iterations) it waits on
+    waiting: list[Any] | None = None
 
 
 class NodeContext(Protocol):
@@ -52,6 +54,18 @@ class NodeContext(Protocol):
     ) -> tuple[str, dict[str, int]]: ...
 
     async def emit(self, content: str) -> None: ...
+
+    async def run_child(self, spec: Any, inputs: dict[str, Any], key: str) -> ChildOutcome: ...
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """How a child run (a sub-workflow, one loop iteration) ended, or that it waits."""
+
+    status: str
+    outputs: dict[str, Any] | None = None
+    error: str | None = None
+    waiting: list[Any] | None = None
 
 
 class NodeKind:

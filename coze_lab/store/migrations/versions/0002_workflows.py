@@ -1,4 +1,4 @@
-"""Workflows, published versions, runs, node runs, interrupts and run events.
+"""Workflows, published versions, runs (with child runs), node runs, interrupts, events.
 
 Revision ID: 0002
 Revises: 0001
@@ -39,6 +39,9 @@ def upgrade() -> None:
         sa.Column("owner_id", sa.BigInteger(), nullable=False),
         sa.Column("workflow_id", sa.BigInteger(), nullable=True),
         sa.Column("version", sa.BigInteger(), nullable=True),
+        sa.Column("parent_run_id", sa.BigInteger(), nullable=True),
+        sa.Column("parent_node_key", sa.String(length=255), nullable=True),
+        sa.Column("root_run_id", sa.BigInteger(), nullable=True),
         sa.Column("definition", sa.JSON(), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("inputs", sa.JSON(), nullable=False),
@@ -51,15 +54,22 @@ def upgrade() -> None:
         sa.Column("updated_at", UTCDateTime(), nullable=False),
         sa.Column("finished_at", UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(["owner_id"], ["users.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["parent_run_id"], ["workflow_runs.id"], ondelete="CASCADE"),
         sa.ForeignKeyConstraint(["workflow_id"], ["workflows.id"], ondelete="SET NULL"),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index(op.f("ix_workflow_runs_owner_id"), "workflow_runs", ["owner_id"], unique=False)
     op.create_index(
+        op.f("ix_workflow_runs_root_run_id"), "workflow_runs", ["root_run_id"], unique=False
+    )
+    op.create_index(
         "ix_workflow_runs_status_lease", "workflow_runs", ["status", "lease_until"], unique=False
     )
     op.create_index(
         op.f("ix_workflow_runs_workflow_id"), "workflow_runs", ["workflow_id"], unique=False
+    )
+    op.create_index(
+        "ux_workflow_runs_child", "workflow_runs", ["parent_run_id", "parent_node_key"], unique=True
     )
     op.create_table(
         "workflow_versions",
@@ -78,6 +88,7 @@ def upgrade() -> None:
         "interrupts",
         sa.Column("id", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("run_id", sa.BigInteger(), nullable=False),
+        sa.Column("root_run_id", sa.BigInteger(), nullable=False),
         sa.Column("owner_id", sa.BigInteger(), nullable=False),
         sa.Column("node_key", sa.String(length=255), nullable=False),
         sa.Column("node_id", sa.String(length=64), nullable=False),
@@ -95,6 +106,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_interrupts_owner_status", "interrupts", ["owner_id", "status"], unique=False
     )
+    op.create_index(op.f("ix_interrupts_root_run_id"), "interrupts", ["root_run_id"], unique=False)
     op.create_index("ix_interrupts_run", "interrupts", ["run_id"], unique=False)
     op.create_table(
         "node_runs",
@@ -138,12 +150,15 @@ def downgrade() -> None:
     op.drop_index("ux_node_runs_run_key", table_name="node_runs")
     op.drop_table("node_runs")
     op.drop_index("ix_interrupts_run", table_name="interrupts")
+    op.drop_index(op.f("ix_interrupts_root_run_id"), table_name="interrupts")
     op.drop_index("ix_interrupts_owner_status", table_name="interrupts")
     op.drop_table("interrupts")
     op.drop_index("ux_workflow_versions_number", table_name="workflow_versions")
     op.drop_table("workflow_versions")
+    op.drop_index("ux_workflow_runs_child", table_name="workflow_runs")
     op.drop_index(op.f("ix_workflow_runs_workflow_id"), table_name="workflow_runs")
     op.drop_index("ix_workflow_runs_status_lease", table_name="workflow_runs")
+    op.drop_index(op.f("ix_workflow_runs_root_run_id"), table_name="workflow_runs")
     op.drop_index(op.f("ix_workflow_runs_owner_id"), table_name="workflow_runs")
     op.drop_table("workflow_runs")
     op.drop_index("ux_workflows_owner_name", table_name="workflows")
