@@ -339,13 +339,9 @@ class Engine:
                 del self._listeners[run_id]
 
     async def recover(self) -> list[int]:
-        """Take over runs whose worker died; expire overdue interrupts."""
+        """Take over runs whose worker died; settle questions that expired unanswered."""
         for expired in self.store.expire_due():
-            await self._event(
-                expired.run_id,
-                "interrupt_expired",
-                {"event_id": str(expired.event_id), "node_id": expired.node_id},
-            )
+            await self._expired(expired)
         taken = []
         for run_id in self.store.stale_runs():
             if run_id not in self._tasks and self.store.claim(
@@ -355,6 +351,33 @@ class Engine:
                 self._launch(run_id)
                 taken.append(run_id)
         return taken
+
+    async def _expired(self, info: InterruptInfo) -> None:
+        run = self.store.get(info.run_id, nodes=False)
+        node = WorkflowSpec.from_dict(run.definition).node(info.node_id)
+        await self._event(
+            info.root_run_id,
+            "interrupt_expired",
+            {"event_id": str(info.event_id), "node_id": info.node_id},
+        )
+        if node.config.get("on_timeout") == "branch":
+            self.store.take_timeout_branch(info.event_id)
+            root = info.root_run_id
+            if root not in self._tasks and self.store.claim(
+                root, self.worker, self.settings.lease_s
+            ):
+                self._launch(root)
+        elif self.store.fail_expired(info):
+            await self._event(
+                info.root_run_id,
+                "failed",
+                {
+                    "error": {
+                        "code": 4301,
+                        "msg": f"question on node '{info.node_id}' expired unanswered",
+                    }
+                },
+            )
 
     def start_recovery_loop(self) -> None:
         async def loop() -> None:

@@ -483,32 +483,7 @@ class RunStore:
                 .where(NodeRun.run_id == row.run_id, NodeRun.node_key == row.node_key)
                 .values(status="pending")
             )
-            run_id: int | None = row.run_id
-            node_key = row.node_key
-            while run_id is not None:  # the run, then every run waiting on it, up to the root
-                session.execute(
-                    update(NodeRun)
-                    .where(
-                        NodeRun.run_id == run_id,
-                        NodeRun.node_key == node_key,
-                        NodeRun.status.in_(("interrupted", "pending")),
-                    )
-                    .values(status="pending")
-                )
-                session.execute(
-                    update(WorkflowRun)
-                    .where(
-                        WorkflowRun.id == run_id, WorkflowRun.status.in_(("interrupted", "running"))
-                    )
-                    .values(status="running", updated_at=now)
-                )
-                parent = session.execute(
-                    select(WorkflowRun.parent_run_id, WorkflowRun.parent_node_key).where(
-                        WorkflowRun.id == run_id
-                    )
-                ).first()
-                run_id = parent.parent_run_id if parent else None
-                node_key = (parent.parent_node_key or "").split("#", 1)[0]
+            _reopen(session, row.run_id, row.node_key, now)
             session.refresh(row)
             return _interrupt_info(row)
 
@@ -520,7 +495,8 @@ class RunStore:
                 .where(
                     Interrupt.run_id == run_id,
                     Interrupt.node_key == node_key,
-                    Interrupt.status == "resumed",
+                    Interrupt.status.in_(("resumed", "expired")),
+                    Interrupt.resume_data.is_not(None),
                 )
                 .order_by(Interrupt.resolved_at.desc(), Interrupt.id.desc())
                 .limit(1)
@@ -566,6 +542,39 @@ class RunStore:
                 row.status, row.resolved_at = "expired", now
             return [_interrupt_info(r) for r in rows]
 
+    def take_timeout_branch(self, event_id: int) -> None:
+        """An expired question whose node has a timeout branch: continue down that branch."""
+        now = self.clock()
+        with self.db.transaction() as session:
+            row = session.get(Interrupt, event_id)
+            if row is None or row.status != "expired":
+                return
+            row.resume_data = {"value": TIMED_OUT}
+            _reopen(session, row.run_id, row.node_key, now)
+
+    def fail_expired(self, info: InterruptInfo) -> bool:
+        """An expired question without a timeout branch fails its (root) run, visibly."""
+        now = self.clock()
+        error = {
+            "code": 4301,
+            "msg": f"question {info.event_id} on node '{info.node_id}' expired unanswered",
+            "node_id": info.node_id,
+        }
+        with self.db.transaction() as session:
+            failed = session.execute(
+                update(WorkflowRun)
+                .where(
+                    WorkflowRun.root_run_id == info.root_run_id, WorkflowRun.status == "interrupted"
+                )
+                .values(status="failed", error=error, updated_at=now, finished_at=now)
+            ).rowcount
+            session.execute(
+                update(Interrupt)
+                .where(Interrupt.root_run_id == info.root_run_id, Interrupt.status == "pending")
+                .values(status="canceled", resolved_at=now)
+            )
+            return failed > 0
+
     # ---- events -------------------------------------------------------------------------
     def add_event(self, run_id: int, event: str, data: dict[str, Any]) -> int:
         """Append an event after the newest one (retrying if a worker took that number)."""
@@ -609,6 +618,36 @@ class RunStore:
                 .order_by(RunEvent.seq)
             ).all()
         return [(r.seq, r.event, r.data) for r in rows]
+
+
+#: what a question node reads when its question expired and it has a timeout branch
+TIMED_OUT = {"__timeout__": True}
+
+
+def _reopen(session: Any, run_id: int | None, node_key: str, now: datetime) -> None:
+    """Make the node runnable again, and every node (up to the root) waiting on its run."""
+    while run_id is not None:
+        session.execute(
+            update(NodeRun)
+            .where(
+                NodeRun.run_id == run_id,
+                NodeRun.node_key == node_key,
+                NodeRun.status.in_(("interrupted", "pending")),
+            )
+            .values(status="pending")
+        )
+        session.execute(
+            update(WorkflowRun)
+            .where(WorkflowRun.id == run_id, WorkflowRun.status.in_(("interrupted", "running")))
+            .values(status="running", updated_at=now)
+        )
+        parent = session.execute(
+            select(WorkflowRun.parent_run_id, WorkflowRun.parent_node_key).where(
+                WorkflowRun.id == run_id
+            )
+        ).first()
+        run_id = parent.parent_run_id if parent else None
+        node_key = (parent.parent_node_key or "").split("#", 1)[0]
 
 
 _NODES = BulkInsert(NodeRun.__table__)

@@ -105,3 +105,21 @@ def spin(n: int) -> dict:
 
 slow.end(n="{{spin.n}}")
 SLOW = slow
+
+# ---- a question that may time out into a branch ----------------------------------------------
+patient = cl.Workflow("patient")
+
+
+@patient.start
+def patient_start(item: str):
+    """An item."""
+
+
+patient.question("ask", question="Approve {{patient_start.item}}?", on_timeout="branch")
+patient.text("approved", template="answered: {{ask.answer}}", after="ask")
+patient.text("defaulted", template="no answer; defaulted", after="ask:timeout")
+patient.node("aggregate", "outcome", inputs={"a": "{{approved.output}}",
+                                             "b": "{{defaulted.output}}"},
+             after=["approved", "defaulted"])
+patient.end(outcome="{{outcome.output}}")
+PATIENT = patient

@@ -12,7 +12,7 @@ from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.workflows.runs import InterruptGone, NodeWrite
 from coze_lab.local import LocalHost, LocalRun
 from coze_lab.store.models import NodeRun, RunEvent
-from tests.core.workflows.examples import FAILING, PARALLEL, REVIEW, SLOW
+from tests.core.workflows.examples import FAILING, PARALLEL, PATIENT, REVIEW, SLOW
 from tests.support import FakeClock
 
 
@@ -179,6 +179,27 @@ def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
         run.resume(event_id, "yes")
     host.call(host.runtime.engine.recover())
     assert host.runtime.engine.store.interrupt(event_id, run.info.owner_id).status == "expired"
+    final = host.runtime.engine.store.get(run.id)
+    assert final.status == "failed" and final.error["code"] == 4301
+    assert "expired" in final.error["msg"]
+
+
+def test_an_expired_question_can_take_its_timeout_branch(host: LocalHost,
+                                                         clock: FakeClock) -> None:
+    run = host.run(PATIENT.validate(), {"item": "invoice"})
+    assert run.status == "interrupted"
+    clock.advance(timedelta(days=8))
+    host.call(host.runtime.engine.recover())
+    final = host.call(host.runtime.engine.wait(run.id))
+    assert final.status == "succeeded", final.error
+    assert final.outputs == {"outcome": "no answer; defaulted"}
+    assert final.nodes["ask"].port == "timeout" and final.nodes["approved"].status == "skipped"
+
+
+def test_an_answer_in_time_takes_the_normal_path(host: LocalHost) -> None:
+    run = host.run(PATIENT.validate(), {"item": "invoice"})
+    run.resume(run.pending[0].event_id, "sure")
+    assert run.outputs == {"outcome": "answered: sure"}
 
 
 def test_another_users_question_is_not_found(host: LocalHost) -> None:

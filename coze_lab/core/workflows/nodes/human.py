@@ -28,6 +28,7 @@ class QuestionNode(NodeKind):
 
     def check(self, node: NodeSpec) -> None:
         require(node, "question", str, "a question")
+        check_timeout_setting(node)
         choices = node.config.get("choices")
         if choices is not None and (
             not isinstance(choices, list)
@@ -36,17 +37,36 @@ class QuestionNode(NodeKind):
         ):
             raise WorkflowDefinitionError("choices must be a non-empty list of strings", node.id)
 
+    def ports(self, node: NodeSpec) -> tuple[str, ...]:
+        return timeout_ports(node)
+
     def check_resume(self, node: NodeSpec, resume_data: Any) -> None:
         answer_of(resume_data, node.config.get("choices"))
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         choices = node.config.get("choices")
+        if timed_out(ctx.resume_data):
+            return NodeResult({"answer": None}, port="timeout")
         if ctx.resume_data is None:
             data: dict[str, Any] = {"question": inputs["__question__"]}
             if choices:
                 data["choices"] = choices
             return NodeResult(interrupt=InterruptRequest("question", data))
         return NodeResult({"answer": answer_of(ctx.resume_data, choices)})
+
+
+def timeout_ports(node: NodeSpec) -> tuple[str, ...]:
+    """``timeout`` when the question continues down a branch after it expires."""
+    return ("timeout",) if node.config.get("on_timeout") == "branch" else ()
+
+
+def timed_out(resume_data: Any) -> bool:
+    return isinstance(resume_data, dict) and resume_data.get("__timeout__") is True
+
+
+def check_timeout_setting(node: NodeSpec) -> None:
+    if node.config.get("on_timeout", "fail") not in ("fail", "branch"):
+        raise WorkflowDefinitionError("on_timeout must be fail or branch", node.id)
 
 
 def answer_of(resume_data: Any, choices: list[str] | None) -> str:
@@ -71,6 +91,7 @@ class InputNode(NodeKind):
 
     def check(self, node: NodeSpec) -> None:
         form = require(node, "form", dict, "a form")
+        check_timeout_setting(node)
         fields = form.get("fields")
         if not isinstance(fields, list) or not fields:
             raise WorkflowDefinitionError("form needs a non-empty 'fields' list", node.id)
@@ -82,11 +103,16 @@ class InputNode(NodeKind):
                     f"field '{item['name']}' type must be one of {list(FIELD_TYPES)}", node.id
                 )
 
+    def ports(self, node: NodeSpec) -> tuple[str, ...]:
+        return timeout_ports(node)
+
     def check_resume(self, node: NodeSpec, resume_data: Any) -> None:
         form_values(node.config["form"], resume_data)
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         form = node.config["form"]
+        if timed_out(ctx.resume_data):
+            return NodeResult({f["name"]: None for f in form["fields"]}, port="timeout")
         if ctx.resume_data is None:
             return NodeResult(
                 interrupt=InterruptRequest(
