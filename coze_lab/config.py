@@ -56,6 +56,11 @@ class CozeLab(Configurable):
         help="Model registry (YAML or JSON); also $COZE_LAB_MODELS_FILE. A 'default' model comes "
         "from OPENAI_BASE_URL / OPENAI_API_KEY / COZE_LAB_DEFAULT_MODEL when set."
     ).tag(config=True)
+    outbound_allow = List(
+        Unicode(),
+        help="Internal networks (CIDR) that HTTP nodes and plugins may call anyway; "
+        "everything private, loopback and link-local is refused otherwise.",
+    ).tag(config=True)
     workflow_lease_s = Float(
         30.0,
         help="Seconds a worker's claim on a running workflow lasts without renewal; "

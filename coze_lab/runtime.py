@@ -11,6 +11,7 @@ from coze_lab.config import CozeLab
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
+from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.pat import TokenService
 from coze_lab.store import Database
 
@@ -84,6 +85,7 @@ class Runtime:
                 self.db,
                 code_runner=lambda: self.sandbox,
                 completer=self.completer,
+                http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,

@@ -102,3 +102,75 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+class EchoServer:
+    """A small HTTP server on 127.0.0.1 that echoes requests and counts connections.
+
+    ``/echo`` answers JSON describing the request; ``/redirect?to=URL`` redirects;
+    ``/big?n=N`` answers N bytes; ``/status?code=C`` answers that status.
+    """
+
+    def __init__(self) -> None:
+        import http.server
+        import json as _json
+        import threading
+        from urllib.parse import parse_qs, urlparse
+
+        outer = self
+        self.connections = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _answer(self) -> None:
+                url = urlparse(self.path)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode() if length else ""
+                if url.path == "/redirect":
+                    self.send_response(302)
+                    self.send_header("Location", query["to"])
+                    self.end_headers()
+                    return
+                if url.path == "/big":
+                    payload = b"x" * int(query["n"])
+                    ctype = "text/plain"
+                elif url.path == "/status":
+                    self.send_response(int(query["code"]))
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "as requested"}')
+                    return
+                else:
+                    payload = _json.dumps({
+                        "method": self.command, "path": url.path, "query": query,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body}).encode()
+                    ctype = "application/json"
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
+
+        class Server(http.server.ThreadingHTTPServer):
+            def verify_request(self, request: object, client_address: object) -> bool:
+                outer.connections += 1
+                return True
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> EchoServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

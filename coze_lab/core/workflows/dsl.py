@@ -144,6 +144,27 @@ class Workflow:
         self._inputs = inputs
         return func
 
+    def inputs(self, node_id: str = "start", **params: Any) -> str:
+        """The start node without a function: ``wf.inputs(city=str, days=(int, 3))``.
+
+        A value is a type (a required input) or a ``(type, default)`` pair.
+        """
+        specs = []
+        for name, value in params.items():
+            kind, default, required = value, None, True
+            if isinstance(value, tuple):
+                kind, default, required = value[0], value[1], False
+            specs.append(
+                InputSpec(name=name, type=type_name(kind), required=required, default=default)
+            )
+        self.add(
+            NodeSpec(
+                id=node_id, type="start", title=node_id, outputs={i.name: i.type for i in specs}
+            )
+        )
+        self._inputs = specs
+        return node_id
+
     def code(
         self,
         func: Callable[..., Any] | None = None,

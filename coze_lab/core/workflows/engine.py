@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
+from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
 from coze_lab.core.workflows.runs import (
@@ -177,6 +178,10 @@ class _Context:
             return ChildOutcome("interrupted", waiting=store.pending(child.owner_id, child.id))
         return ChildOutcome(child.status, error=(child.error or {}).get("msg", child.status))
 
+    async def http(self, method: str, url: str, **request: Any) -> Any:
+        """An outbound call under the engine's SSRF policy."""
+        return await guarded_request(self._engine.http_policy, method, url, **request)
+
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
@@ -206,12 +211,14 @@ class Engine:
         *,
         code_runner: Callable[[], CodeRunner],
         completer: Completer | None = None,
+        http_policy: OutboundPolicy | None = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
     ) -> None:
         self.store = RunStore(db, clock=clock)
         self.code_runner = code_runner
         self.completer = completer
+        self.http_policy = http_policy or OutboundPolicy()
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"

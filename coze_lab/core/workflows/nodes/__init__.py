@@ -18,6 +18,7 @@ from coze_lab.core.workflows.nodes.basic import (
 from coze_lab.core.workflows.nodes.code import CodeNode
 from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, SubworkflowNode
 from coze_lab.core.workflows.nodes.condition import ConditionNode
+from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
 
@@ -38,6 +39,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         SubworkflowNode(),
         LoopNode(),
         BatchNode(),
+        HttpNode(),
     )
 }
 

@@ -57,6 +57,8 @@ class NodeContext(Protocol):
 
     async def run_child(self, spec: Any, inputs: dict[str, Any], key: str) -> ChildOutcome: ...
 
+    async def http(self, method: str, url: str, **request: Any) -> Any: ...
+
 
 @dataclass(frozen=True)
 class ChildOutcome:
