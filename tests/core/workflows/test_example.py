@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import coze_lab as cl
 from coze_lab.local import LocalHost
 from coze_lab.testing import ModelServer
 from tests.core.workflows.examples import DOC_REVIEW
@@ -64,3 +65,35 @@ def test_no_model_configured_says_so(host: LocalHost, monkeypatch: pytest.Monkey
     run = host.run(DOC_REVIEW.validate(), {"doc": "x"})
     assert run.status == "failed"
     assert "OPENAI_BASE_URL" in run.error["msg"] or "model" in run.error["msg"].lower()
+
+
+def support_router() -> cl.Workflow:
+    wf = cl.Workflow("router")
+    wf.inputs(message=str)
+    wf.node("intent", "route", query="{{start.message}}", intents=[
+        {"port": "refund", "description": "wants money back"},
+        {"port": "order", "description": "asks about an order"}])
+    wf.text("refunds", template="refunds desk", after="route:refund")
+    wf.text("orders", template="orders desk", after="route:order")
+    wf.text("humans", template="a person", after="route:else")
+    wf.node("aggregate", "desk", inputs={"a": "{{refunds.output}}", "b": "{{orders.output}}",
+                                         "c": "{{humans.output}}"},
+            after=["refunds", "orders", "humans"])
+    wf.node("assign", "named", inputs={"desk": "{{desk.output}}", "intent": "{{route.intent}}"})
+    wf.end(desk="{{named.desk}}", intent="{{named.intent}}")
+    return wf
+
+
+@pytest.mark.parametrize(("reply", "desk", "intent"), [
+    ('{"intent": "refund"}', "refunds desk", "refund"),
+    ("This is about an ORDER.", "orders desk", "order"),
+    ('{"intent": "weather"}', "a person", "else"),
+])
+def test_intent_node_routes_by_the_models_choice(host: LocalHost, model_server: ModelServer,
+                                                 reply: str, desk: str, intent: str) -> None:
+    model_server.script([reply])
+    run = host.run(support_router().validate(), {"message": "my parcel never came"})
+    assert run.status == "succeeded", run.error
+    assert run.outputs == {"desk": desk, "intent": intent}
+    system = model_server.requests[-1]["messages"][0]["content"]
+    assert "refund: wants money back" in system and "order: asks about an order" in system

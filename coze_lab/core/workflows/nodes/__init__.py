@@ -9,6 +9,7 @@ from coze_lab.core.workflows.nodes.base import (
 )
 from coze_lab.core.workflows.nodes.basic import (
     AggregateNode,
+    AssignNode,
     EndNode,
     JsonNode,
     MessageNode,
@@ -20,6 +21,7 @@ from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, Subwork
 from coze_lab.core.workflows.nodes.condition import ConditionNode
 from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
+from coze_lab.core.workflows.nodes.intent import IntentNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
 
 NODE_TYPES: dict[str, NodeKind] = {
@@ -40,6 +42,8 @@ NODE_TYPES: dict[str, NodeKind] = {
         LoopNode(),
         BatchNode(),
         HttpNode(),
+        IntentNode(),
+        AssignNode(),
     )
 }
 

@@ -114,3 +114,19 @@ class AggregateNode(NodeKind):
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         chosen = next((v for v in inputs.values() if v is not None), None)
         return NodeResult({"output": chosen})
+
+
+class AssignNode(NodeKind):
+    """Names values: its outputs are its inputs (e.g. a loop body's new variable values)."""
+
+    type = "assign"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {name: "any" for name in node.inputs}
+
+    def check(self, node: NodeSpec) -> None:
+        if not node.inputs:
+            raise WorkflowDefinitionError("assign needs inputs to name", node.id)
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        return NodeResult(dict(inputs))
