@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from coze_lab.cli._common import load_config
 from coze_lab.core.sandbox import (
     RunResult,
     SandboxError,
@@ -26,23 +27,9 @@ from coze_lab.core.sandbox import (
 )
 
 
-def _default_data_dir() -> Path:
-    """``$COZE_LAB_DATA_DIR`` or ``<jupyter data dir>/coze_lab``."""
-    env = os.environ.get("COZE_LAB_DATA_DIR")
-    if env:
-        return Path(env)
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "coze_lab"
-
-
-def _cache_dir(args: argparse.Namespace) -> Path:
-    data_dir = getattr(args, "data_dir", None)
-    return Path(data_dir or _default_data_dir()) / "sandbox"
-
-
-def _settings(args: argparse.Namespace, **kw: Any) -> SandboxSettings:
-    return SandboxSettings(cache_dir=_cache_dir(args), **kw)
+def _settings(args: argparse.Namespace, **overrides: Any) -> SandboxSettings:
+    """The configured sandbox (``--data-dir``, ``COZE_LAB_SANDBOX_*``), with ``overrides``."""
+    return dataclasses.replace(load_config(args).sandbox_settings(), **overrides)
 
 
 def cmd_install(args: argparse.Namespace) -> int:
