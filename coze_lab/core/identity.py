@@ -47,6 +47,7 @@ class IdentityService:
     def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
         self._db = db
         self._clock = clock
+        self._users: dict[int, UserInfo] = {}
 
     def ensure_user(self, name: str) -> UserInfo:
         """The user called ``name``, created with a personal workspace on first sight."""
@@ -72,6 +73,10 @@ class IdentityService:
         return None if row is None else _user_info(row[0], row[1])
 
     def get_user(self, user_id: int) -> UserInfo:
+        """A user by id (users and their personal workspace never change: cached)."""
+        cached = self._users.get(user_id)
+        if cached is not None:
+            return cached
         with self._db.read() as conn:
             row = conn.execute(
                 select(User.id, User.name, User.created_at, Workspace.id.label("workspace_id"))
@@ -80,9 +85,13 @@ class IdentityService:
             ).first()
         if row is None:
             raise NotFound(f"user {user_id} does not exist")
-        return UserInfo(
+        info = UserInfo(
             id=row.id, name=row.name, workspace_id=row.workspace_id, created_at=row.created_at
         )
+        if len(self._users) > 10_000:
+            self._users.clear()
+        self._users[user_id] = info
+        return info
 
     def list_workspaces(
         self, user_id: int, *, page_num: int = 1, page_size: int = 20

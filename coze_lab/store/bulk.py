@@ -1,8 +1,9 @@
-"""Plain INSERTs for hot paths: compiled once per dialect, executed by the DBAPI cursor.
+"""Prepared writes for hot paths: compiled once per dialect, executed by the DBAPI cursor.
 
-Values go through the columns' own bind processors (JSON, UTC datetimes), so what is
-written is exactly what the ORM and Core reads expect; only SQLAlchemy's per-statement
-compilation and caching work is skipped.
+Values go through the columns' and parameters' own bind processors (JSON, UTC datetimes),
+so what is written is exactly what the ORM and Core reads expect; only SQLAlchemy's
+per-call statement building, compilation and cache-key work is skipped. Writes only:
+results of a prepared statement carry no type processing.
 """
 
 from __future__ import annotations
@@ -10,43 +11,64 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Table, insert
+from sqlalchemy import Connection, CursorResult, Executable, Table, insert
 from sqlalchemy.engine import Dialect
 
+Compiled = tuple[str, list[str] | None, dict[str, Callable[[Any], Any] | None], dict[str, Any]]
 
-class BulkInsert:
-    """``BulkInsert(table).run(connection, rows)`` inserts ``rows`` (dicts of every column).
+
+class Prepared:
+    """``Prepared(update(T).where(T.id == bindparam("run"))...).run(conn, {"run": 1, ...})``.
 
     Example:
-        >>> events = BulkInsert(RunEvent.__table__)          # doctest: +SKIP
-        >>> events.run(connection, [{"id": 1, "run_id": 2, ...}])  # doctest: +SKIP
+        >>> finish = Prepared(update(Run).where(Run.id == bindparam("run_id"))  # doctest: +SKIP
+        ...                   .values(status=bindparam("status")))
+        >>> finish.run(connection, {"run_id": 7, "status": "done"}).rowcount   # doctest: +SKIP
+        1
     """
 
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self._compiled: dict[
-            str, tuple[str, list[str] | None, dict[str, Callable[[Any], Any] | None]]
-        ] = {}
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._compiled: dict[str, Compiled] = {}
 
-    def _for(
-        self, dialect: Dialect
-    ) -> tuple[str, list[str] | None, dict[str, Callable[[Any], Any] | None]]:
-        key = dialect.name + ":" + str(dialect.paramstyle)
+    def _for(self, dialect: Dialect) -> Compiled:
+        key = f"{dialect.name}:{dialect.paramstyle}"
         if key not in self._compiled:
-            compiled = insert(self.table).compile(dialect=dialect)
+            compiled = self.statement.compile(dialect=dialect)
             order = list(compiled.positiontup or []) if compiled.positional else None
             processors = {
-                c.key: c.type.dialect_impl(dialect).bind_processor(dialect)
-                for c in self.table.columns
+                name: bind.type.dialect_impl(dialect).bind_processor(dialect)
+                for name, bind in compiled.binds.items()
             }
-            self._compiled[key] = (str(compiled), order, processors)
+            literals = {name: bind.value for name, bind in compiled.binds.items()}
+            self._compiled[key] = (str(compiled), order, processors, literals)
         return self._compiled[key]
 
-    def run(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
-        sql, order, processors = self._for(connection.dialect)
-        params: list[Any] = []
-        for row in rows:
-            values = {k: (p(row[k]) if p is not None else row[k]) for k, p in processors.items()}
-            params.append(tuple(values[k] for k in order) if order is not None else values)
+    def _args(self, compiled: Compiled, row: Mapping[str, Any]) -> Any:
+        _, order, processors, literals = compiled
+        values = {}
+        for name, processor in processors.items():
+            value = row[name] if name in row else literals[name]  # literals in the statement
+            values[name] = processor(value) if processor is not None else value
+        return tuple(values[k] for k in order) if order is not None else values
+
+    def run(self, connection: Connection, params: Mapping[str, Any]) -> CursorResult[Any]:
+        compiled = self._for(connection.dialect)
+        return connection.exec_driver_sql(compiled[0], self._args(compiled, params))
+
+    def run_many(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
+        compiled = self._for(connection.dialect)
+        params = [self._args(compiled, row) for row in rows]
         if params:
-            connection.exec_driver_sql(sql, params)
+            connection.exec_driver_sql(compiled[0], params)
+
+
+class BulkInsert(Prepared):
+    """``BulkInsert(table).run(connection, rows)`` inserts ``rows`` (dicts of every column)."""
+
+    def __init__(self, table: Table) -> None:
+        super().__init__(insert(table))
+        self.table = table
+
+    def run(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:  # type: ignore[override]
+        self.run_many(connection, rows)

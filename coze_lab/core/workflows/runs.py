@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.bulk import BulkInsert
+from coze_lab.store.bulk import BulkInsert, Prepared
 from coze_lab.store.models import Interrupt, NodeRun, RunEvent, WorkflowRun
 
 FINISHED = ("succeeded", "failed", "canceled")
@@ -158,27 +158,30 @@ class RunStore:
         now = self.clock()
         run_id = new_id()
         with self.db.write() as conn:
-            conn.execute(
-                insert(WorkflowRun).values(
-                    id=run_id,
-                    owner_id=owner_id,
-                    workflow_id=workflow_id,
-                    version=version,
-                    parent_run_id=parent[0] if parent else None,
-                    parent_node_key=parent[1] if parent else None,
-                    root_run_id=parent[2] if parent else run_id,
-                    definition=definition,
-                    status="running",
-                    inputs=inputs,
-                    outputs=None,
-                    error=None,
-                    usage=None,
-                    lease_owner=lease_owner,
-                    lease_until=now + timedelta(seconds=lease_s) if lease_owner else None,
-                    created_at=now,
-                    updated_at=now,
-                    finished_at=None,
-                )
+            _RUNS.run(
+                conn,
+                [
+                    {
+                        "id": run_id,
+                        "owner_id": owner_id,
+                        "workflow_id": workflow_id,
+                        "version": version,
+                        "parent_run_id": parent[0] if parent else None,
+                        "parent_node_key": parent[1] if parent else None,
+                        "root_run_id": parent[2] if parent else run_id,
+                        "definition": definition,
+                        "status": "running",
+                        "inputs": inputs,
+                        "outputs": None,
+                        "error": None,
+                        "usage": None,
+                        "lease_owner": lease_owner,
+                        "lease_until": now + timedelta(seconds=lease_s) if lease_owner else None,
+                        "created_at": now,
+                        "updated_at": now,
+                        "finished_at": None,
+                    }
+                ],
             )
         return run_id
 
@@ -224,20 +227,14 @@ class RunStore:
         """Take the run's lease unless a live worker holds it; only running runs are taken."""
         now = self.clock()
         with self.db.write() as conn:
-            result = conn.execute(
-                update(WorkflowRun)
-                .where(
-                    WorkflowRun.id == run_id,
-                    WorkflowRun.status == "running",
-                    or_(
-                        WorkflowRun.lease_owner.is_(None),
-                        WorkflowRun.lease_owner == worker,
-                        WorkflowRun.lease_until < now,
-                    ),
-                )
-                .values(
-                    lease_owner=worker, lease_until=now + timedelta(seconds=lease_s), updated_at=now
-                )
+            result = _CLAIM.run(
+                conn,
+                {
+                    "run": run_id,
+                    "worker": worker,
+                    "now": now,
+                    "until": now + timedelta(seconds=lease_s),
+                },
             )
             return result.rowcount == 1
 
@@ -303,36 +300,34 @@ class RunStore:
                 is not None
             ):
                 return None  # an answer arrived meanwhile: the worker drives on
-            result = conn.execute(
-                update(WorkflowRun)
-                .where(
-                    WorkflowRun.id == run_id,
-                    WorkflowRun.status == "running",
-                    WorkflowRun.lease_owner == worker,
-                )
-                .values(
-                    status=status,
-                    outputs=outputs,
-                    error=error,
-                    usage=usage,
-                    lease_owner=None,
-                    lease_until=None,
-                    updated_at=now,
-                    finished_at=now if status in FINISHED else None,
-                )
+            result = _FINISH.run(
+                conn,
+                {
+                    "run": run_id,
+                    "worker": worker,
+                    "new_status": status,
+                    "new_outputs": outputs,
+                    "new_error": error,
+                    "new_usage": usage,
+                    "now": now,
+                    "finished": now if status in FINISHED else None,
+                },
             )
             if result.rowcount != 1:
                 return None
             if event is not None:
-                conn.execute(
-                    insert(RunEvent).values(
-                        id=new_id(),
-                        run_id=run_id,
-                        seq=event[0],
-                        event=event[1],
-                        data=event[2],
-                        created_at=now,
-                    )
+                _EVENTS.run(
+                    conn,
+                    [
+                        {
+                            "id": new_id(),
+                            "run_id": run_id,
+                            "seq": event[0],
+                            "event": event[1],
+                            "data": event[2],
+                            "created_at": now,
+                        }
+                    ],
                 )
             return now
 
@@ -650,6 +645,40 @@ def _reopen(session: Any, run_id: int | None, node_key: str, now: datetime) -> N
         node_key = (parent.parent_node_key or "").split("#", 1)[0]
 
 
+_RUNS = BulkInsert(WorkflowRun.__table__)
+_CLAIM = Prepared(
+    update(WorkflowRun)
+    .where(
+        WorkflowRun.id == bindparam("run"),
+        WorkflowRun.status == "running",
+        or_(
+            WorkflowRun.lease_owner.is_(None),
+            WorkflowRun.lease_owner == bindparam("worker"),
+            WorkflowRun.lease_until < bindparam("now"),
+        ),
+    )
+    .values(
+        lease_owner=bindparam("worker"), lease_until=bindparam("until"), updated_at=bindparam("now")
+    )
+)
+_FINISH = Prepared(
+    update(WorkflowRun)
+    .where(
+        WorkflowRun.id == bindparam("run"),
+        WorkflowRun.status == "running",
+        WorkflowRun.lease_owner == bindparam("worker"),
+    )
+    .values(
+        status=bindparam("new_status"),
+        outputs=bindparam("new_outputs"),
+        error=bindparam("new_error"),
+        usage=bindparam("new_usage"),
+        lease_owner=None,
+        lease_until=None,
+        updated_at=bindparam("now"),
+        finished_at=bindparam("finished"),
+    )
+)
 _NODES = BulkInsert(NodeRun.__table__)
 _EVENTS = BulkInsert(RunEvent.__table__)
 _INTERRUPTS = BulkInsert(Interrupt.__table__)

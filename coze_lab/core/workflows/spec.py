@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
@@ -217,6 +218,11 @@ class WorkflowSpec:
         raise WorkflowDefinitionError(f"no node '{node_id}'")
 
     def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON (computed once: specs are immutable; do not mutate it)."""
+        return self._canonical
+
+    @cached_property
+    def _canonical(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "name": self.name,
