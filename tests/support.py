@@ -44,8 +44,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 class ServerProcess:
     """A real ``coze-lab serve`` on a free loopback port; output kept for log assertions."""
 
-    def __init__(self, data_dir: Path, database_url: str, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, database_url: str, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
         self.env = env or {}
@@ -73,13 +74,22 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             env={**os.environ, **self.env},
         )
+        try:
+            self._wait_until_listening(offset)
+        except BaseException:
+            self.stop()  # never leave a half-started server behind
+            raise
+        return self
+
+    def _wait_until_listening(self, offset: int) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             match = re.search(r"listening on (http://\S+)", self.log()[offset:])
             if match:
                 self.url = match.group(1)
                 httpx.get(self.url + "/healthz", timeout=5).raise_for_status()
-                return self
+                return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"coze-lab serve exited:\n{self.log()}")
             time.sleep(0.05)
@@ -144,10 +154,15 @@ class EchoServer:
                     self.wfile.write(b'{"error": "as requested"}')
                     return
                 else:
-                    payload = _json.dumps({
-                        "method": self.command, "path": url.path, "query": query,
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": body}).encode()
+                    payload = _json.dumps(
+                        {
+                            "method": self.command,
+                            "path": url.path,
+                            "query": query,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": body,
+                        }
+                    ).encode()
                     ctype = "application/json"
                 self.send_response(200)
                 self.send_header("Content-Type", ctype)

@@ -40,7 +40,7 @@ def _tune_sqlite(engine: Engine) -> None:
         # IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
         # writes fails at once ("database is locked") when another process wrote meanwhile.
         mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+        connection.connection.driver_connection.execute(f"BEGIN {mode}")
 
 
 class Database:

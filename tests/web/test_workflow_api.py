@@ -146,11 +146,14 @@ def test_sigkill_between_interrupt_and_resume(
     data_dir, db_url, env, published, model_server
 ) -> None:
     first = ServerProcess(data_dir, db_url, env=env).start()
-    coze = client(first, published["token"])
-    event_id = stream_until_interrupt(coze, published["workflow_id"])[
-        -1
-    ].interrupt.interrupt_data.event_id
-    first.kill()
+    try:
+        coze = client(first, published["token"])
+        event_id = stream_until_interrupt(coze, published["workflow_id"])[
+            -1
+        ].interrupt.interrupt_data.event_id
+        first.kill()
+    finally:
+        first.stop()
 
     second = ServerProcess(data_dir, db_url, env=env).start()
     try:
