@@ -82,6 +82,8 @@ def test_stream_interrupt_resume_done(wf_server, published, model_server) -> Non
     events = stream_until_interrupt(coze, published["workflow_id"])
     interrupt = events[-1].interrupt
     assert interrupt.node_title == "approve"
+    question = events[-2].message
+    assert question.content == "Approve this summary?\nHello, twice.\n1. yes\n2. no"
     assert interrupt.interrupt_data.type == 2
     ids = [e.id for e in events]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

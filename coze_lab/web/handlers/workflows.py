@@ -16,37 +16,66 @@ from coze_lab.web.sse import send_event, start_stream
 INTERRUPT_TYPES = {"question": 2, "input": 5}
 
 
-def coze_event(event: str, data: dict[str, Any], seq: int) -> tuple[str, dict[str, Any]] | None:
-    """Our run event as a Coze workflow SSE event (None: not part of the Coze stream)."""
+def coze_events(event: str, data: dict[str, Any], seq: int) -> list[tuple[str, dict[str, Any]]]:
+    """Our run event as Coze workflow SSE events (none: not part of the Coze stream).
+
+    A question reaches Coze clients as a ``Message`` with its text (and numbered choices),
+    followed by the ``Interrupt`` that names the ``event_id`` to answer.
+    """
     if event == "message":
-        return "Message", {
-            "content": data["content"],
-            "node_title": data["node_title"],
-            "node_seq_id": str(seq),
-            "node_is_finish": data["node_is_finish"],
-            "ext": None,
-            "usage": None,
-        }
+        return [
+            ("Message", _message(data["content"], data["node_title"], seq, data["node_is_finish"]))
+        ]
     if event == "interrupt":
-        return "Interrupt", {
-            "interrupt_data": {
-                "event_id": data["event_id"],
-                "type": INTERRUPT_TYPES.get(data["type"], 0),
-                "data": json.dumps(data["data"], ensure_ascii=False),
-            },
-            "node_title": data["node_title"],
-        }
+        return [
+            ("Message", _message(_question_text(data["data"]), data["node_title"], seq, True)),
+            (
+                "Interrupt",
+                {
+                    "interrupt_data": {
+                        "event_id": data["event_id"],
+                        "type": INTERRUPT_TYPES.get(data["type"], 0),
+                        "data": json.dumps(data["data"], ensure_ascii=False),
+                    },
+                    "node_title": data["node_title"],
+                },
+            ),
+        ]
     if event == "failed":
-        return "Error", {
-            "error_code": data["error"].get("code", 5100),
-            "error_message": data["error"].get("msg", ""),
-        }
+        return [
+            (
+                "Error",
+                {
+                    "error_code": data["error"].get("code", 5100),
+                    "error_message": data["error"].get("msg", ""),
+                },
+            )
+        ]
     if event == "canceled":
-        return "Error", {"error_code": 4300, "error_message": "the run was canceled"}
+        return [("Error", {"error_code": 4300, "error_message": "the run was canceled"})]
     if event == "done":
         usage = data.get("usage") or {}
-        return "Done", {"debug_url": "", "usage": serialize.chat_usage(usage)}
-    return None
+        return [("Done", {"debug_url": "", "usage": serialize.chat_usage(usage)})]
+    return []
+
+
+def _message(content: str, title: str, seq: int, finished: bool) -> dict[str, Any]:
+    return {
+        "content": content,
+        "node_title": title,
+        "node_seq_id": str(seq),
+        "node_is_finish": finished,
+        "ext": None,
+        "usage": None,
+    }
+
+
+def _question_text(data: dict[str, Any]) -> str:
+    if "question" in data:
+        choices = data.get("choices") or []
+        lines = [data["question"], *(f"{i}. {c}" for i, c in enumerate(choices, 1))]
+        return "\n".join(lines)
+    return json.dumps(data, ensure_ascii=False)  # an input form: its schema
 
 
 class WorkflowHandler(CozeHandler):
@@ -77,9 +106,10 @@ class WorkflowHandler(CozeHandler):
     async def stream(self, run_id: int, after: int) -> None:
         start_stream(self)
         async for seq, event, data in self.runtime.engine.events(run_id, after):
-            mapped = coze_event(event, data, seq)
-            if mapped is not None and not await send_event(self, seq, *mapped):
-                return  # the client left; the run is durable and goes on
+            # ids stay unique and increasing when one run event makes several Coze events
+            for k, (name, payload) in enumerate(coze_events(event, data, seq)):
+                if not await send_event(self, seq * 10 + k, name, payload):
+                    return  # the client left; the run is durable and goes on
         self.finish()
 
 
