@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from coze_lab.config import CozeLab
 from coze_lab.runtime import Runtime
@@ -18,7 +20,12 @@ def load_config(args: argparse.Namespace) -> CozeLab:
     return CozeLab(**overrides)
 
 
-def open_runtime(args: argparse.Namespace) -> Runtime:
+@contextmanager
+def runtime_for(args: argparse.Namespace) -> Iterator[Runtime]:
+    """The configured runtime, migrated, for one command; its connections closed after."""
     runtime = Runtime(load_config(args))
     runtime.start()
-    return runtime
+    try:
+        yield runtime
+    finally:
+        runtime.db.dispose()

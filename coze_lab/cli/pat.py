@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from coze_lab.cli._common import open_runtime
+from coze_lab.cli._common import runtime_for
 from coze_lab.core.clock import to_unix
 from coze_lab.core.ids import parse_id
 from coze_lab.core.pat import CONNECTORS, SCOPES
@@ -43,8 +43,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def create_token(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args)
-    try:
+    with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         info, secret = runtime.tokens.create(
             user.id,
@@ -56,14 +55,11 @@ def create_token(args: argparse.Namespace) -> int:
         expiry = info.expires_at.isoformat() if info.expires_at else "never"
         print(f"# token {info.id} for {user.name}, expires {expiry}; shown once, keep it safe")
         print(secret)
-    finally:
-        runtime.db.dispose()
     return 0
 
 
 def list_tokens(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args)
-    try:
+    with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         now = runtime.clock()
         print(f"{'id':<20} {'name':<24} {'hint':<10} {'status':<8} expires_at  scopes")
@@ -73,17 +69,12 @@ def list_tokens(args: argparse.Namespace) -> int:
                 f"{info.id:<20} {info.name[:24]:<24} {info.hint:<10} {info.status(now):<8} "
                 f"{to_unix(info.expires_at) or '-'!s:<11} {scopes}"
             )
-    finally:
-        runtime.db.dispose()
     return 0
 
 
 def revoke_token(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args)
-    try:
+    with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         info = runtime.tokens.revoke(user.id, parse_id(args.token_id, "token_id"))
         print(f"revoked {info.id} ({info.name})")
-    finally:
-        runtime.db.dispose()
     return 0

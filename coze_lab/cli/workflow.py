@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from coze_lab.cli._common import open_runtime
+from coze_lab.cli._common import runtime_for
 from coze_lab.core.errors import InvalidParameter
 
 
@@ -28,8 +28,7 @@ def import_workflow(args: argparse.Namespace) -> int:
         definition = json.loads(Path(args.file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InvalidParameter(f"cannot read {args.file}: {exc}") from exc
-    runtime = open_runtime(args)
-    try:
+    with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         info = runtime.workflows.save(user.id, definition)
         if args.publish:
@@ -38,18 +37,13 @@ def import_workflow(args: argparse.Namespace) -> int:
         else:
             print(f"# saved the draft of {info.name}")
         print(info.id)
-    finally:
-        runtime.db.dispose()
     return 0
 
 
 def list_workflows(args: argparse.Namespace) -> int:
-    runtime = open_runtime(args)
-    try:
+    with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         print(f"{'id':<20} {'published':<9} name")
         for info in runtime.workflows.list(user.id):
             print(f"{info.id:<20} {info.published_version or '-'!s:<9} {info.name}")
-    finally:
-        runtime.db.dispose()
     return 0

@@ -23,6 +23,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.net import OutboundPolicy, guarded_request
+from coze_lab.core.sandbox import Runner
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
 from coze_lab.core.workflows.runs import (
@@ -52,18 +53,6 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 TERMINAL_EVENTS = ("done", "interrupted", "failed", "canceled")
-
-
-class CodeRunner(Protocol):
-    async def run(
-        self,
-        code: str,
-        params: dict[str, Any],
-        *,
-        language: str = "python",
-        entry: str | None = None,
-        timeout: float | None = None,
-    ) -> Any: ...
 
 
 class Completer(Protocol):
@@ -209,7 +198,7 @@ class Engine:
         self,
         db: Database,
         *,
-        code_runner: Callable[[], CodeRunner],
+        code_runner: Callable[[], Runner],
         completer: Completer | None = None,
         http_policy: OutboundPolicy | None = None,
         clock: Clock = utcnow,

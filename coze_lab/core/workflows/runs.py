@@ -341,34 +341,13 @@ class RunStore:
             ).first()
             if exists is None:
                 raise NotFound(f"run {run_id} does not exist")
-            result = session.execute(
-                update(WorkflowRun)
-                .where(WorkflowRun.id == run_id, WorkflowRun.status.in_(("running", "interrupted")))
-                .values(
-                    status="canceled",
-                    lease_owner=None,
-                    lease_until=None,
-                    updated_at=now,
-                    finished_at=now,
-                    error={"code": 4300, "msg": "canceled"},
-                )
-            )
-            # the runs it started (sub-workflows, loop iterations) stop with it
+            # the run and the runs it started (sub-workflows, loop iterations) stop together
             session.execute(
                 update(WorkflowRun)
-                .where(
-                    WorkflowRun.root_run_id == run_id,
-                    WorkflowRun.id != run_id,
-                    WorkflowRun.status.in_(("running", "interrupted")),
-                )
-                .values(
-                    status="canceled",
-                    lease_owner=None,
-                    lease_until=None,
-                    updated_at=now,
-                    finished_at=now,
-                    error={"code": 4300, "msg": "canceled"},
-                )
+                .where(or_(WorkflowRun.id == run_id, WorkflowRun.root_run_id == run_id),
+                       WorkflowRun.status.in_(("running", "interrupted")))
+                .values(status="canceled", lease_owner=None, lease_until=None, updated_at=now,
+                        finished_at=now, error={"code": 4300, "msg": "canceled"})
             )
             session.execute(
                 update(Interrupt)
@@ -378,7 +357,7 @@ class RunStore:
                 )
                 .values(status="canceled", resolved_at=now)
             )
-            return result.rowcount == 1
+            return exists.status in ("running", "interrupted")
 
     # ---- nodes --------------------------------------------------------------------------
     def commit_step(
