@@ -492,7 +492,7 @@ class Engine:
             await self._commit(run.id, writes, events)
             self._start_tasks(run, launch, values, records, running)
             while running:
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                done = await _first_done(running)
                 writes, events, interrupts = [], [], []
                 finished: list[NodeSpec] = []
                 for task in done:
@@ -760,6 +760,19 @@ class Engine:
         for queue in self._listeners.get(run_id, []):
             for item in events:
                 queue.put_nowait(item)
+
+
+async def _first_done(
+    running: dict[asyncio.Task[_Outcome], NodeSpec],
+) -> set[asyncio.Task[_Outcome]]:
+    """The finished tasks; a lone task (a chain) is awaited directly, which is cheaper."""
+    if len(running) == 1:
+        only = next(iter(running))
+        with contextlib.suppress(Exception):  # its failure is raised by task.result()
+            await only
+        return {only}
+    done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+    return done
 
 
 def resolve_inputs(

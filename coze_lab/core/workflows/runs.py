@@ -344,10 +344,18 @@ class RunStore:
             # the run and the runs it started (sub-workflows, loop iterations) stop together
             session.execute(
                 update(WorkflowRun)
-                .where(or_(WorkflowRun.id == run_id, WorkflowRun.root_run_id == run_id),
-                       WorkflowRun.status.in_(("running", "interrupted")))
-                .values(status="canceled", lease_owner=None, lease_until=None, updated_at=now,
-                        finished_at=now, error={"code": 4300, "msg": "canceled"})
+                .where(
+                    or_(WorkflowRun.id == run_id, WorkflowRun.root_run_id == run_id),
+                    WorkflowRun.status.in_(("running", "interrupted")),
+                )
+                .values(
+                    status="canceled",
+                    lease_owner=None,
+                    lease_until=None,
+                    updated_at=now,
+                    finished_at=now,
+                    error={"code": 4300, "msg": "canceled"},
+                )
             )
             session.execute(
                 update(Interrupt)
