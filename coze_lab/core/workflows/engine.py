@@ -316,7 +316,7 @@ class Engine:
                 for item in self.store.events(run_id, last):
                     last = item[0]
                     yield item
-                    if item[1] in TERMINAL_EVENTS:
+                    if item[1] in TERMINAL_EVENTS and not self._resumed_since(run_id, item):
                         return
                 if run_id in self._tasks:
                     with contextlib.suppress(asyncio.TimeoutError):
@@ -333,6 +333,13 @@ class Engine:
             self._listeners[run_id].remove(wake)
             if not self._listeners[run_id]:
                 del self._listeners[run_id]
+
+    def _resumed_since(self, run_id: int, item: tuple[int, str, dict[str, Any]]) -> bool:
+        """A pause that was answered already: a replay goes on to what followed it."""
+        if item[1] != "interrupted":
+            return False
+        status = self.store.get(run_id, nodes=False).status
+        return status == "running" or bool(self.store.events(run_id, item[0]))
 
     async def recover(self) -> list[int]:
         """Take over runs whose worker died; settle questions that expired unanswered."""
