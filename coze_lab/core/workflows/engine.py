@@ -270,10 +270,16 @@ class Engine:
         # the root run drives the runs it started; a root still executing here picks the
         # answer up itself before it pauses
         root = info.root_run_id
-        if root not in self._tasks and self.store.claim(root, self.worker, self.settings.lease_s):
+        if self._continue(root):
             await self._event(root, "resumed", {"event_id": str(event_id), "node_id": info.node_id})
-            self._launch(root)
         return info
+
+    def _continue(self, root: int) -> bool:
+        """Drive the root run here unless it is executing here or elsewhere already."""
+        if root in self._tasks or not self.store.claim(root, self.worker, self.settings.lease_s):
+            return False
+        self._launch(root)
+        return True
 
     async def cancel(self, owner_id: int, run_id: int) -> bool:
         """Stop a run for real: its status becomes canceled and its task is cancelled."""
@@ -366,10 +372,7 @@ class Engine:
         if node.config.get("on_timeout") == "branch":
             self.store.take_timeout_branch(info.event_id)
             root = info.root_run_id
-            if root not in self._tasks and self.store.claim(
-                root, self.worker, self.settings.lease_s
-            ):
-                self._launch(root)
+            self._continue(root)
         elif self.store.fail_expired(info):
             await self._event(
                 info.root_run_id,
