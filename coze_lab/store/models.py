@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from coze_lab.store.types import UTCDateTime
@@ -188,3 +188,145 @@ class RunEvent(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (Index("ux_run_events_run_seq", "run_id", "seq", unique=True),)
+
+
+class BotRecord(Base):
+    """A user's bot: the editable draft; published snapshots live in BotVersion."""
+
+    __tablename__ = "bots"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    workspace_id: Mapped[int]
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(String(2000), default="")
+    icon_url: Mapped[str] = mapped_column(String(1024), default="")
+    draft: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class BotVersion(Base):
+    """An immutable published snapshot of a bot's configuration."""
+
+    __tablename__ = "bot_versions"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    version: Mapped[int]
+    config: Mapped[dict] = mapped_column(JSON)
+    connector_ids: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ux_bot_versions_number", "bot_id", "version", unique=True),)
+
+
+class BotConnector(Base):
+    """Which published version of a bot a connector (API 1024, Web SDK 999) serves."""
+
+    __tablename__ = "bot_connectors"
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
+    connector_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    version: Mapped[int]
+    published_at: Mapped[datetime]
+
+
+class Conversation(Base):
+    """A conversation of one user with one bot on one connector; ``section_id`` is its
+    current context window."""
+
+    __tablename__ = "conversations"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    bot_id: Mapped[int | None] = mapped_column(
+        ForeignKey("bots.id", ondelete="CASCADE"), nullable=True
+    )
+    connector_id: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(255), default="")
+    meta_data: Mapped[dict] = mapped_column(JSON)
+    section_id: Mapped[int]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ix_conversations_owner_bot", "owner_id", "bot_id", "connector_id", "id"),
+    )
+
+
+class Chat(Base):
+    """One agent run in a conversation (Coze's chat); ``state`` holds what a
+    ``requires_action`` chat needs to continue."""
+
+    __tablename__ = "chats"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    section_id: Mapped[int]
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    bot_version: Mapped[int | None]
+    connector_id: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(24))
+    usage: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    last_error: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    required_action: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    state: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    meta_data: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    completed_at: Mapped[datetime | None]
+    failed_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_chats_owner_status", "owner_id", "status"),)
+
+
+class Message(Base):
+    """A message of a conversation, in the section that was current when it was written."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    section_id: Mapped[int]
+    chat_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
+    bot_id: Mapped[int | None] = mapped_column(nullable=True)
+    role: Mapped[str] = mapped_column(String(16))
+    type: Mapped[str] = mapped_column(String(24))
+    content: Mapped[str] = mapped_column(Text)
+    content_type: Mapped[str] = mapped_column(String(24))
+    meta_data: Mapped[dict] = mapped_column(JSON)
+    reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ix_messages_conversation", "conversation_id", "id"),
+        Index("ix_messages_section", "conversation_id", "section_id", "id"),
+    )
+
+
+class VariableValue(Base):
+    """A bot variable's value for one end user on one connector (``/v1/variables``)."""
+
+    __tablename__ = "variable_values"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    connector_id: Mapped[str] = mapped_column(String(32))
+    keyword: Mapped[str] = mapped_column(String(255))
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index(
+            "ux_variable_values_key", "bot_id", "owner_id", "connector_id", "keyword", unique=True
+        ),
+    )
