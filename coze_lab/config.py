@@ -69,6 +69,22 @@ class CozeLab(Configurable):
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
     )
+    secret_key = Unicode(
+        help="Key(s) that encrypt stored credentials (Fernet keys or passphrases, comma-separated; "
+        "the first encrypts, all decrypt). Default: <data_dir>/secret.key, generated on first "
+        "use with 0600 permissions. Set it when several replicas share one database."
+    ).tag(config=True)
+    public_url = Unicode(
+        help="The URL users reach this server at, ending with its base URL (OAuth callbacks); "
+        "default: the address the server listens on."
+    ).tag(config=True)
+    plugin_timeout_s = Float(30.0, help="Seconds a plugin tool call may take.").tag(config=True)
+    plugin_retries = Int(
+        2, help="Retries of a plugin call after a connect error, or a 5xx/429 of an idempotent call."
+    ).tag(config=True)
+    plugin_max_output_chars = Int(
+        20_000, help="Longest plugin response text handed to a model (truncated beyond)."
+    ).tag(config=True)
 
     sandbox_cache_dir = Unicode(
         help="Pyodide cache (read-only for code nodes); default <data_dir>/sandbox. "

@@ -330,3 +330,108 @@ class VariableValue(Base):
             "ux_variable_values_key", "bot_id", "owner_id", "connector_id", "keyword", unique=True
         ),
     )
+
+
+class PluginRecord(Base):
+    """A user's plugin: the draft (manifest, OpenAPI document); tools in PluginTool."""
+
+    __tablename__ = "plugins"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(Text)
+    manifest: Mapped[dict] = mapped_column(JSON)
+    openapi: Mapped[dict] = mapped_column(JSON)
+    server_url: Mapped[str] = mapped_column(String(2048))
+    online_version: Mapped[int | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class PluginTool(Base):
+    """A draft tool (one OpenAPI operation); its id stays the same across versions."""
+
+    __tablename__ = "plugin_tools"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    plugin_id: Mapped[int] = mapped_column(ForeignKey("plugins.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ux_plugin_tools_name", "plugin_id", "name", unique=True),)
+
+
+class PluginVersion(Base):
+    """An immutable published snapshot of a plugin: manifest, document and tools."""
+
+    __tablename__ = "plugin_versions"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    plugin_id: Mapped[int] = mapped_column(ForeignKey("plugins.id", ondelete="CASCADE"))
+    version: Mapped[int]
+    manifest: Mapped[dict] = mapped_column(JSON)
+    openapi: Mapped[dict] = mapped_column(JSON)
+    server_url: Mapped[str] = mapped_column(String(2048))
+    tools: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ux_plugin_versions_number", "plugin_id", "version", unique=True),)
+
+
+class PluginCredential(Base):
+    """A user's secret for a plugin (service token, OAuth client secret or token), encrypted."""
+
+    __tablename__ = "plugin_credentials"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    plugin_id: Mapped[int] = mapped_column(ForeignKey("plugins.id", ondelete="CASCADE"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    secret: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ux_plugin_credentials_kind", "plugin_id", "owner_id", "kind", unique=True),
+    )
+
+
+class PluginOAuthState(Base):
+    """A pending OAuth authorization: the state's hash and the encrypted PKCE verifier."""
+
+    __tablename__ = "plugin_oauth_states"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    state_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    plugin_id: Mapped[int] = mapped_column(ForeignKey("plugins.id", ondelete="CASCADE"))
+    secret: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
+
+
+class PluginCall(Base):
+    """One tool call: a request summary without secrets, the status, latency and error."""
+
+    __tablename__ = "plugin_calls"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    plugin_id: Mapped[int] = mapped_column(ForeignKey("plugins.id", ondelete="CASCADE"))
+    tool_id: Mapped[int]
+    tool_name: Mapped[str] = mapped_column(String(64))
+    scene: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int | None]
+    ok: Mapped[bool]
+    status_code: Mapped[int | None]
+    latency_ms: Mapped[float]
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    request: Mapped[dict] = mapped_column(JSON)
+    trace: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_plugin_calls_owner_plugin", "owner_id", "plugin_id", "id"),)
