@@ -41,6 +41,16 @@ class Runtime:
         from coze_lab.core.workflows.service import WorkflowService
 
         self.workflows = WorkflowService(self.db, clock=clock)
+        from coze_lab.core.bots import BotService
+        from coze_lab.core.chat import ChatStore
+        from coze_lab.core.conversations import ConversationService
+
+        self.bots = BotService(self.db, clock=clock, plugin_versions=self._plugin_versions)
+        self.conversations = ConversationService(
+            self.db, clock=clock, check_file=self.files.retrieve
+        )
+        self.chat_store = ChatStore(self.db, clock=clock)
+        self._chats: Any = None
         self._sandbox: Any = None
         self._engine: Any = None
         self._completer: Any = None
@@ -95,6 +105,28 @@ class Runtime:
             )
         return self._engine
 
+    @property
+    def chats(self) -> Any:
+        """The chat service of this runtime's event loop (created on first use)."""
+        if self._chats is None:
+            from coze_lab.core.chat import ChatService
+
+            self._chats = ChatService(
+                bots=self.bots,
+                conversations=self.conversations,
+                store=self.chat_store,
+                registry=self.models,
+                workflows=self.workflows,
+                engine=lambda: self.engine,
+                plugins=lambda: getattr(self, "plugins", None),
+                clock=self.clock,
+            )
+        return self._chats
+
+    def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
+        plugins = getattr(self, "plugins", None)
+        return {} if plugins is None else plugins.online_versions(owner_id, tool_ids)
+
     def sandbox_health(self) -> dict[str, Any]:
         if self._sandbox is not None:
             return dict(self._sandbox.health())
@@ -122,6 +154,8 @@ class Runtime:
         }
 
     async def close(self) -> None:
+        if self._chats is not None:
+            await self._chats.close()
         if self._engine is not None:
             await self._engine.close()
         if self._completer is not None:

@@ -65,6 +65,7 @@ class Database:
             _tune_sqlite(self.engine)
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._sessions = sessionmaker(self._writer, expire_on_commit=False)
+        self._readers = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
@@ -81,6 +82,12 @@ class Database:
         """A Core connection in a write transaction (the hot paths use plain statements)."""
         with self._writer.begin() as connection:
             yield connection
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """An ORM session in a read transaction (on SQLite it never takes the write lock)."""
+        with self._readers() as session, session.begin():
+            yield session
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

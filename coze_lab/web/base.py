@@ -14,6 +14,7 @@ from typing import Any
 
 from tornado import web
 
+from coze_lab.core import connectors
 from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.pat import Principal
@@ -84,6 +85,10 @@ class CozeHandler(web.RequestHandler):
         if self._coze_user is None:
             self._coze_user = self.token_user()
         return self._coze_user
+
+    def connector(self) -> str:
+        """The connector of an OpenAPI request: the token's binding, else the API (1024)."""
+        return self.principal().connector_id or connectors.API
 
     def studio_user(self) -> UserInfo:
         """The user of a studio API request; the Jupyter base answers with Jupyter's identity."""

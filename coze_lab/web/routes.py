@@ -7,6 +7,43 @@ from typing import Any
 from tornado import web
 
 from coze_lab.web.base import CozeHandler, NotFoundHandler
+from coze_lab.web.handlers.bots import (
+    BotCreateHandler,
+    BotItemHandler,
+    BotOnlineInfoHandler,
+    BotPublishHandler,
+    BotsHandler,
+    BotUnpublishHandler,
+    BotUpdateHandler,
+    PublishedBotsListHandler,
+    StudioBotChatHandler,
+    StudioBotConversationsHandler,
+    StudioBotHandler,
+    StudioBotPublishHandler,
+    StudioBotsHandler,
+    StudioChatCancelHandler,
+    StudioConversationClearHandler,
+    StudioConversationMessagesHandler,
+)
+from coze_lab.web.handlers.chat import (
+    ChatCancelHandler,
+    ChatHandler,
+    ChatMessagesHandler,
+    ChatRetrieveHandler,
+    ChatSubmitToolOutputsHandler,
+)
+from coze_lab.web.handlers.conversations import (
+    ConversationClearHandler,
+    ConversationCreateHandler,
+    ConversationHandler,
+    ConversationRetrieveHandler,
+    ConversationsHandler,
+    MessageCreateHandler,
+    MessageDeleteHandler,
+    MessageListHandler,
+    MessageModifyHandler,
+    MessageRetrieveHandler,
+)
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
 from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
 from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
@@ -43,6 +80,29 @@ OPENAPI: list[tuple[str, type[CozeHandler]]] = [
     (r"/v1/workflow/stream_resume", WorkflowStreamResumeHandler),
     (r"/v1/workflows/([^/]+)/run_histories/([^/]+)", RunHistoryHandler),
     (r"/v1/workflows/([^/]+)/run_histories/([^/]+)/execute_nodes/([^/]+)", ExecuteNodeHandler),
+    (r"/v1/bot/create", BotCreateHandler),
+    (r"/v1/bot/update", BotUpdateHandler),
+    (r"/v1/bot/publish", BotPublishHandler),
+    (r"/v1/bot/get_online_info", BotOnlineInfoHandler),
+    (r"/v1/bots", BotsHandler),
+    (r"/v1/bots/([^/]+)", BotItemHandler),
+    (r"/v1/bots/([^/]+)/unpublish", BotUnpublishHandler),
+    (r"/v1/space/published_bots_list", PublishedBotsListHandler),
+    (r"/v1/conversation/create", ConversationCreateHandler),
+    (r"/v1/conversation/retrieve", ConversationRetrieveHandler),
+    (r"/v1/conversations", ConversationsHandler),
+    (r"/v1/conversations/([^/]+)", ConversationHandler),
+    (r"/v1/conversations/([^/]+)/clear", ConversationClearHandler),
+    (r"/v1/conversation/message/create", MessageCreateHandler),
+    (r"/v1/conversation/message/list", MessageListHandler),
+    (r"/v1/conversation/message/retrieve", MessageRetrieveHandler),
+    (r"/v1/conversation/message/modify", MessageModifyHandler),
+    (r"/v1/conversation/message/delete", MessageDeleteHandler),
+    (r"/v3/chat", ChatHandler),
+    (r"/v3/chat/retrieve", ChatRetrieveHandler),
+    (r"/v3/chat/message/list", ChatMessagesHandler),
+    (r"/v3/chat/cancel", ChatCancelHandler),
+    (r"/v3/chat/submit_tool_outputs", ChatSubmitToolOutputsHandler),
 ]
 #: coze_lab's own API for the lab front end
 STUDIO: list[tuple[str, type[CozeHandler]]] = [
@@ -60,6 +120,14 @@ STUDIO: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/api/runs/([^/]+)/events", RunEventsHandler),
     (r"/coze_lab/api/interrupts", InterruptsHandler),
     (r"/coze_lab/api/interrupts/([^/]+)/resume", InterruptResumeHandler),
+    (r"/coze_lab/api/bots", StudioBotsHandler),
+    (r"/coze_lab/api/bots/([^/]+)", StudioBotHandler),
+    (r"/coze_lab/api/bots/([^/]+)/publish", StudioBotPublishHandler),
+    (r"/coze_lab/api/bots/([^/]+)/chat", StudioBotChatHandler),
+    (r"/coze_lab/api/bots/([^/]+)/conversations", StudioBotConversationsHandler),
+    (r"/coze_lab/api/conversations/([^/]+)/messages", StudioConversationMessagesHandler),
+    (r"/coze_lab/api/conversations/([^/]+)/clear", StudioConversationClearHandler),
+    (r"/coze_lab/api/chats/([^/]+)/cancel", StudioChatCancelHandler),
 ]
 PUBLIC: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/openapi.json", OpenApiDocHandler),

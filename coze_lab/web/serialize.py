@@ -6,7 +6,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from coze_lab.core.bots import BotInfo
+from coze_lab.core.chat import ChatInfo
 from coze_lab.core.clock import to_unix
+from coze_lab.core.conversations import ConversationInfo, MessageInfo
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo, WorkspaceInfo
 from coze_lab.core.pat import TokenInfo
@@ -168,3 +171,126 @@ def workflow(info: WorkflowInfo) -> dict[str, Any]:
         "created_at": to_unix(info.created_at),
         "updated_at": to_unix(info.updated_at),
     }
+
+
+# ---- bots, conversations, chats, messages ---------------------------------------------------
+def bot(info: BotInfo) -> dict[str, Any]:
+    """Coze's Bot object (``/v1/bots/{id}``, ``/v1/bot/get_online_info``)."""
+    config = info.config
+    return {
+        "bot_id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "icon_url": info.icon_url,
+        "create_time": to_unix(info.created_at),
+        "update_time": to_unix(info.updated_at),
+        "version": str(info.version) if info.version is not None else "",
+        "owner_user_id": str(info.owner_id),
+        "bot_mode": 0,
+        "prompt_info": {"prompt": config.prompt},
+        "onboarding_info": {
+            "prologue": config.prologue,
+            "suggested_questions": list(config.suggested_questions),
+        },
+        "model_info": {
+            "model_id": config.model_id,
+            "model_name": config.model_id,
+            "context_round": config.history_rounds,
+            **config.model_params,
+        },
+        "variables": [
+            {
+                "keyword": v.keyword,
+                "default_value": v.default_value,
+                "variable_type": "KVVariable",
+                "channel": "custom",
+                "description": v.description,
+                "enable": v.enable,
+                "prompt_enable": True,
+            }
+            for v in config.variables
+        ],
+        "workflow_info_list": [
+            {"id": str(i), "name": "", "description": "", "icon_url": ""}
+            for i in config.workflow_ids
+        ],
+        "plugin_info_list": [
+            {
+                "plugin_id": str(t.plugin_id),
+                "name": "",
+                "description": "",
+                "icon_url": "",
+                "api_info_list": [{"api_id": str(t.tool_id), "name": "", "description": ""}],
+            }
+            for t in config.plugin_tools
+        ],
+        "functions": [f.to_dict() for f in config.functions],
+        "connectors": {k: str(v) for k, v in info.connectors.items()},
+    }
+
+
+def simple_bot(info: BotInfo) -> dict[str, Any]:
+    """An item of ``/v1/bots``."""
+    return {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "icon_url": info.icon_url,
+        "is_published": info.is_published,
+        "published_at": to_unix(info.published_at),
+        "updated_at": to_unix(info.updated_at),
+        "owner_user_id": str(info.owner_id),
+    }
+
+
+def conversation(info: ConversationInfo) -> dict[str, Any]:
+    return {
+        "id": str(info.id),
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+        "meta_data": info.meta_data,
+        "last_section_id": str(info.section_id),
+        "name": info.name,
+        "creator_id": str(info.owner_id),
+        "connector_id": info.connector_id,
+        "bot_id": str(info.bot_id) if info.bot_id is not None else "",
+    }
+
+
+def message(info: MessageInfo) -> dict[str, Any]:
+    return {
+        "id": str(info.id),
+        "conversation_id": str(info.conversation_id),
+        "section_id": str(info.section_id),
+        "bot_id": str(info.bot_id) if info.bot_id is not None else "",
+        "chat_id": str(info.chat_id) if info.chat_id is not None else "",
+        "role": info.role,
+        "type": info.type,
+        "content": info.content,
+        "content_type": info.content_type,
+        "meta_data": info.meta_data,
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+        "reasoning_content": info.reasoning_content or "",
+    }
+
+
+def chat(info: ChatInfo) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": str(info.id),
+        "conversation_id": str(info.conversation_id),
+        "section_id": str(info.section_id),
+        "bot_id": str(info.bot_id),
+        "status": info.status,
+        "created_at": to_unix(info.created_at),
+        "meta_data": info.meta_data,
+        "last_error": info.last_error or {"code": 0, "msg": ""},
+        "usage": info.usage or {"token_count": 0, "output_count": 0, "input_count": 0},
+    }
+    if info.completed_at is not None:
+        data["completed_at"] = to_unix(info.completed_at)
+    if info.failed_at is not None:
+        data["failed_at"] = to_unix(info.failed_at)
+    if info.required_action is not None:
+        data["required_action"] = info.required_action
+    return data

@@ -17,15 +17,17 @@ def start_stream(handler: RequestHandler) -> None:
 
 
 async def send_event(
-    handler: RequestHandler, event_id: int, event: str, data: dict[str, Any] | str
+    handler: RequestHandler, event_id: int | None, event: str, data: dict[str, Any] | str
 ) -> bool:
     """Write one event; False when the client has gone (the run goes on regardless).
 
-    Each field is one line: Coze clients read exactly ``id``, ``event`` and ``data``.
+    Each field is one line: Coze clients read exactly ``id``, ``event`` and ``data`` (chat
+    streams carry no ``id``: cozepy's chat reader refuses one).
     """
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    head = "" if event_id is None else f"id: {event_id}\n"
     try:
-        handler.write(f"id: {event_id}\nevent: {event}\ndata: {payload}\n\n")
+        handler.write(f"{head}event: {event}\ndata: {payload}\n\n")
         await handler.flush()
     except StreamClosedError:
         return False

@@ -1,0 +1,316 @@
+"""Bots: drafts, immutable published versions, and which version each connector serves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from coze_lab.core import connectors
+from coze_lab.core.bots.config import BotConfig
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.errors import InvalidParameter, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
+
+PUBLISH_STATUSES = ("all", "published_online", "published_draft", "unpublished_draft")
+
+
+@dataclass(frozen=True)
+class BotInfo:
+    """A bot as a caller sees it: ``config`` is the draft, or a published version's."""
+
+    id: int
+    owner_id: int
+    workspace_id: int
+    name: str
+    description: str
+    icon_url: str
+    config: BotConfig
+    created_at: datetime
+    updated_at: datetime
+    #: the version ``config`` comes from (None: the draft)
+    version: int | None
+    #: connector id -> published version it serves
+    connectors: dict[str, int]
+    published_at: datetime | None = None
+
+    @property
+    def is_published(self) -> bool:
+        return bool(self.connectors)
+
+
+@dataclass(frozen=True)
+class ResolvedBot:
+    """What a chat runs: the configuration for its connector and the version it came from."""
+
+    bot: BotInfo
+    config: BotConfig
+    version: int | None
+
+
+class BotService:
+    """Create, edit, publish and resolve bots; every call is scoped to the owner.
+
+    ``check_workflow`` and ``check_plugin_tools`` let the service refuse ids the owner cannot
+    use; ``plugin_versions`` freezes the online plugin versions into a published version.
+
+    Example:
+        >>> bots = BotService(db)                                                # doctest: +SKIP
+        >>> bot = bots.create(user.id, user.workspace_id, {"name": "Helper"})    # doctest: +SKIP
+        >>> bots.publish(user.id, bot.id, ["1024"])                              # doctest: +SKIP
+        1
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Clock = utcnow,
+        check_model: Callable[[str], None] | None = None,
+        plugin_versions: Callable[[int, Sequence[int]], dict[int, int]] | None = None,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._check_model = check_model
+        self._plugin_versions = plugin_versions
+
+    # ---- drafts ------------------------------------------------------------------------
+    def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
+        name = _name(body.get("name"))
+        description = _text(body, "description", 2000)
+        icon_url = _text(body, "icon_url", 1024)
+        config = BotConfig.from_body(body)
+        self._check(owner_id, config)
+        now = self._clock()
+        with self._db.transaction() as session:
+            row = BotRecord(
+                id=new_id(),
+                owner_id=owner_id,
+                workspace_id=workspace_id,
+                name=name,
+                description=description,
+                icon_url=icon_url,
+                draft=config.to_dict(),
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(row)
+            session.flush()
+            return self._info(session, row)
+
+    def update(self, owner_id: int, bot_id: int, body: Mapping[str, Any]) -> BotInfo:
+        """Apply an update body to the draft only (published versions never change)."""
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, bot_id, lock=True)
+            config = BotConfig.from_dict(row.draft).updated(body)
+            self._check(owner_id, config, session)
+            if "name" in body:
+                row.name = _name(body["name"])
+            if "description" in body:
+                row.description = _text(body, "description", 2000)
+            if "icon_url" in body:
+                row.icon_url = _text(body, "icon_url", 1024)
+            row.draft = config.to_dict()
+            row.updated_at = self._clock()
+            return self._info(session, row)
+
+    def get(self, owner_id: int, bot_id: int, *, published: bool = False) -> BotInfo:
+        """The draft, or with ``published`` the newest published version (404 if none)."""
+        with self._db.reading() as session:
+            row = self._owned(session, owner_id, bot_id)
+            info = self._info(session, row)
+            if not published:
+                return info
+            version = self._newest_version(session, bot_id)
+            if version is None:
+                raise NotFound(f"bot {bot_id} has not been published")
+            return replace(
+                info, config=BotConfig.from_dict(version.config), version=version.version
+            )
+
+    def list(
+        self,
+        owner_id: int,
+        *,
+        publish_status: str = "all",
+        connector_id: str | None = None,
+        page_num: int = 1,
+        page_size: int = 20,
+    ) -> tuple[list[BotInfo], int]:
+        """One page of the owner's bots, newest first, and the total count."""
+        if publish_status not in PUBLISH_STATUSES:
+            raise InvalidParameter(f"publish_status must be one of {', '.join(PUBLISH_STATUSES)}")
+        query = select(BotRecord).where(BotRecord.owner_id == owner_id)
+        published = select(BotConnector.bot_id)
+        if connector_id is not None:
+            published = published.where(BotConnector.connector_id == connector_id)
+        if publish_status in ("published_online", "published_draft") or connector_id:
+            query = query.where(BotRecord.id.in_(published))
+        elif publish_status == "unpublished_draft":
+            query = query.where(BotRecord.id.not_in(select(BotConnector.bot_id)))
+        with self._db.reading() as session:
+            total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+            rows = session.scalars(
+                query.order_by(BotRecord.updated_at.desc(), BotRecord.id.desc())
+                .offset((page_num - 1) * page_size)
+                .limit(page_size)
+            ).all()
+            infos = [self._info(session, row) for row in rows]
+            if publish_status == "published_online":
+                infos = [self._online(session, info) for info in infos]
+            return infos, total
+
+    def delete(self, owner_id: int, bot_id: int) -> None:
+        with self._db.transaction() as session:
+            session.delete(self._owned(session, owner_id, bot_id))
+
+    # ---- publishing --------------------------------------------------------------------
+    def publish(self, owner_id: int, bot_id: int, connector_ids: Sequence[str]) -> int:
+        """Freeze the draft into the next version and serve it on ``connector_ids``."""
+        targets = [connectors.check_publishable(c) for c in dict.fromkeys(connector_ids)]
+        if not targets:
+            raise InvalidParameter("connector_ids must name at least one connector")
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, bot_id, lock=True)
+            config = BotConfig.from_dict(row.draft)
+            self._check(owner_id, config, session, publishing=True)
+            if self._plugin_versions is not None and config.plugin_tools:
+                pinned = self._plugin_versions(owner_id, [t.tool_id for t in config.plugin_tools])
+                config = replace(config, plugin_versions=pinned)
+            newest = self._newest_version(session, bot_id)
+            number = 1 if newest is None else newest.version + 1
+            now = self._clock()
+            session.add(
+                BotVersion(
+                    id=new_id(),
+                    bot_id=bot_id,
+                    version=number,
+                    config=config.to_dict(),
+                    connector_ids=targets,
+                    created_at=now,
+                )
+            )
+            for connector_id in targets:
+                binding = session.get(BotConnector, (bot_id, connector_id))
+                if binding is None:
+                    session.add(
+                        BotConnector(
+                            bot_id=bot_id,
+                            connector_id=connector_id,
+                            version=number,
+                            published_at=now,
+                        )
+                    )
+                else:
+                    binding.version = number
+                    binding.published_at = now
+            return number
+
+    def unpublish(self, owner_id: int, bot_id: int, connector_id: str) -> None:
+        connectors.check_publishable(connector_id)
+        with self._db.transaction() as session:
+            self._owned(session, owner_id, bot_id, lock=True)
+            result = session.execute(
+                delete(BotConnector).where(
+                    BotConnector.bot_id == bot_id, BotConnector.connector_id == connector_id
+                )
+            )
+            if not result.rowcount:
+                raise NotFound(f"bot {bot_id} is not published to connector {connector_id}")
+
+    def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
+        """The configuration a chat on ``connector_id`` runs: the draft on the Playground,
+        the version published to that connector everywhere else."""
+        with self._db.reading() as session:
+            row = self._owned(session, owner_id, bot_id)
+            info = self._info(session, row)
+            if connector_id == connectors.PLAYGROUND:
+                return ResolvedBot(info, info.config, None)
+            number = info.connectors.get(connector_id)
+            if number is None:
+                name = connectors.NAMES.get(connector_id, connector_id)
+                raise NotFound(
+                    f"bot {bot_id} is not published to the {name} connector ({connector_id}); "
+                    "publish it first"
+                )
+            version = session.scalars(
+                select(BotVersion).where(BotVersion.bot_id == bot_id, BotVersion.version == number)
+            ).one()
+            return ResolvedBot(info, BotConfig.from_dict(version.config), number)
+
+    # ---- internals ---------------------------------------------------------------------
+    def _check(
+        self, owner_id: int, config: BotConfig, session: Any = None, *, publishing: bool = False
+    ) -> None:
+        if self._check_model is not None:
+            self._check_model(config.model_id)
+        if not config.workflow_ids:
+            return
+        query = select(WorkflowRecord.id).where(
+            WorkflowRecord.owner_id == owner_id, WorkflowRecord.id.in_(config.workflow_ids)
+        )
+        if session is None:
+            with self._db.reading() as reader:
+                found = set(reader.scalars(query))
+        else:
+            found = set(session.scalars(query))
+        missing = [str(i) for i in config.workflow_ids if i not in found]
+        if missing:
+            raise NotFound(f"workflow {', '.join(missing)} does not exist")
+
+    def _owned(self, session: Any, owner_id: int, bot_id: int, *, lock: bool = False) -> BotRecord:
+        query = select(BotRecord).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
+        if lock:
+            query = query.with_for_update()
+        row = session.scalars(query).first()
+        if row is None:
+            raise NotFound(f"bot {bot_id} does not exist")
+        return row
+
+    def _newest_version(self, session: Any, bot_id: int) -> BotVersion | None:
+        return session.scalars(
+            select(BotVersion)
+            .where(BotVersion.bot_id == bot_id)
+            .order_by(BotVersion.version.desc())
+        ).first()
+
+    def _online(self, session: Any, info: BotInfo) -> BotInfo:
+        version = self._newest_version(session, info.id)
+        if version is None:
+            return info
+        return replace(info, config=BotConfig.from_dict(version.config), version=version.version)
+
+    def _info(self, session: Any, row: BotRecord) -> BotInfo:
+        bindings = session.scalars(select(BotConnector).where(BotConnector.bot_id == row.id)).all()
+        return BotInfo(
+            id=row.id,
+            owner_id=row.owner_id,
+            workspace_id=row.workspace_id,
+            name=row.name,
+            description=row.description,
+            icon_url=row.icon_url,
+            config=BotConfig.from_dict(row.draft),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            version=None,
+            connectors={b.connector_id: b.version for b in bindings},
+            published_at=max((b.published_at for b in bindings), default=None),
+        )
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 255:
+        raise InvalidParameter("name must be a non-empty string of at most 255 characters")
+    return value.strip()
+
+
+def _text(body: Mapping[str, Any], key: str, limit: int) -> str:
+    value = body.get(key) or ""
+    if not isinstance(value, str) or len(value) > limit:
+        raise InvalidParameter(f"{key} must be a string of at most {limit} characters")
+    return value

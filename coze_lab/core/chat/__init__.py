@@ -1,0 +1,34 @@
+"""Chats: agent runs in conversations, streamed with Coze's events (SPEC §3.4, §3.5).
+
+Example:
+    >>> from coze_lab.core.chat import render
+    >>> render("Hello {{name}}", {"name": "Ada"})
+    'Hello Ada'
+"""
+
+from __future__ import annotations
+
+from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.prompt import render
+from coze_lab.core.chat.records import ChatInfo, ChatStore, NotCancelable
+from coze_lab.core.chat.service import (
+    ChatHandle,
+    ChatRequest,
+    ChatService,
+    parse_chat_request,
+    parse_tool_outputs,
+)
+
+__all__ = [
+    "ChatChannel",
+    "ChatEvent",
+    "ChatHandle",
+    "ChatInfo",
+    "ChatRequest",
+    "ChatService",
+    "ChatStore",
+    "NotCancelable",
+    "parse_chat_request",
+    "parse_tool_outputs",
+    "render",
+]

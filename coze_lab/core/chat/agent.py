@@ -1,0 +1,336 @@
+"""One agent run: call the model with the bot's tools, run the tools, loop, persist, stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coze_lab.core.bots import BotConfig
+from coze_lab.core.chat import events as ev
+from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
+from coze_lab.core.clock import Clock
+from coze_lab.core.conversations import ConversationInfo, MessageInfo, message_info
+from coze_lab.core.errors import CozeLabError
+from coze_lab.core.ids import new_id
+from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
+from coze_lab.store.models import Message
+
+log = logging.getLogger("coze_lab.chat")
+
+#: how often a streaming chat looks in the database for a cancel from another replica
+CANCEL_POLL_S = 0.5
+
+
+class _Canceled(Exception):
+    pass
+
+
+@dataclass
+class AgentState:
+    """What a chat carries between model rounds (and across ``requires_action``)."""
+
+    messages: list[dict[str, Any]]
+    config: BotConfig
+    round: int = 0
+    usage: Usage = field(default_factory=Usage)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "config": self.config.to_dict(),
+            "round": self.round,
+            "usage": self.usage.to_dict(),
+            "pending": self.pending,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentState:
+        return cls(
+            messages=list(data["messages"]),
+            config=BotConfig.from_dict(data["config"]),
+            round=int(data["round"]),
+            usage=Usage(**data["usage"]),
+            pending=list(data["pending"]),
+        )
+
+
+def coze_usage(usage: Usage) -> dict[str, int]:
+    return {
+        "token_count": usage.total_tokens,
+        "output_count": usage.output_tokens,
+        "input_count": usage.input_tokens,
+    }
+
+
+class AgentRun:
+    """Runs a chat from its current state to completed / failed / requires_action / canceled.
+
+    Every message is written before its ``message.completed`` event goes out; the outcome
+    is written with a conditional update, so a cancel that got there first wins.
+    """
+
+    def __init__(
+        self,
+        *,
+        chat: ChatInfo,
+        conversation: ConversationInfo,
+        state: AgentState,
+        tools: ToolBox,
+        spec: Callable[[], ModelSpec],
+        client: ModelClient,
+        store: ChatStore,
+        channel: ChatChannel,
+        clock: Clock,
+        persist: bool = True,
+    ) -> None:
+        self.chat = chat
+        self.conversation = conversation
+        self.state = state
+        self.tools = tools
+        self._spec = spec
+        self._client = client
+        self._store = store
+        self._channel = channel
+        self._clock = clock
+        self._persist = persist
+        self._partial: tuple[int, list[str]] | None = None
+        self._answer_id = 0
+        self._checked_at = time.monotonic()
+
+    async def run(self) -> None:
+        try:
+            await self._rounds()
+        except (_Canceled, asyncio.CancelledError):
+            self._canceled()
+        except CozeLabError as exc:
+            self._fail(exc.code, exc.msg)
+        except Exception as exc:  # a bug must still end the chat visibly
+            log.exception("chat %s failed", self.chat.id)
+            self._fail(5000, f"internal error: {type(exc).__name__}")
+        finally:
+            self._channel.put(ChatEvent(ev.DONE))
+            self._channel.close()
+
+    # ---- the loop ---------------------------------------------------------------------------
+    async def _rounds(self) -> None:
+        config = self.state.config
+        while True:
+            last_round = self.state.round >= config.max_tool_rounds
+            offered = self.tools.definitions() if self.tools and not last_round else None
+            content, calls = await self._call_model(offered)
+            self.state.round += 1
+            if not calls:
+                self._complete(content)
+                return
+            assistant: dict[str, Any] = {
+                "role": "assistant",
+                "content": content or None,
+                "tool_calls": [c.to_openai() for c in calls],
+            }
+            self.state.messages.append(assistant)
+            self._write([self._function_call(c) for c in calls], emit=True)
+            server = [c for c in calls if self._invoker(c) is not None]
+            client = [c for c in calls if self._invoker(c) is None]
+            outcomes = await asyncio.gather(*(self._invoke(c) for c in server))
+            responses = []
+            for call, outcome in zip(server, outcomes, strict=True):
+                self.state.messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": outcome.output}
+                )
+                responses.append(self._tool_response(call, outcome))
+            self._write(responses, emit=True)
+            self._check_canceled(force=True)
+            if client:
+                self._requires_action(client)
+                return
+
+    async def _call_model(self, tools: list[dict[str, Any]] | None) -> tuple[str, list[ToolCall]]:
+        spec = self._spec()
+        config = self.state.config
+        answer_id = new_id()
+        acc = CompletionAccumulator()
+        parts: list[str] = []
+        self._partial = (answer_id, parts)
+        stream = self._client.stream(spec, self.state.messages, tools=tools, **config.model_params)
+        async with contextlib.aclosing(stream) as chunks:
+            async for chunk in chunks:
+                acc.add(chunk)
+                if chunk.content_delta:
+                    parts.append(chunk.content_delta)
+                    self._emit_delta(answer_id, chunk.content_delta)
+                self._check_canceled()
+        done = acc.completion()
+        self.state.usage = self.state.usage + done.usage
+        self._partial = None
+        self._answer_id = answer_id
+        return done.content, done.tool_calls
+
+    def _invoker(self, call: ToolCall) -> Any:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return self._unknown_tool
+        return tool.invoke
+
+    async def _unknown_tool(self, _: dict[str, Any]) -> ToolOutcome:
+        return ToolOutcome("error: there is no tool with this name", ok=False)
+
+    async def _invoke(self, call: ToolCall) -> ToolOutcome:
+        invoke = self._invoker(call)
+        try:
+            arguments = call.arguments()
+            return await invoke(arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool failure is the model's to handle, not a crash
+            if not isinstance(exc, CozeLabError):
+                log.warning("tool %s failed in chat %s: %r", call.name, self.chat.id, exc)
+            return error_outcome(exc)
+
+    # ---- outcomes ----------------------------------------------------------------------------
+    def _complete(self, content: str) -> None:
+        answer = self._row("answer", content, message_id=self._answer_id or new_id())
+        final = self._store.finish(
+            self.chat.id,
+            "completed",
+            usage=coze_usage(self.state.usage),
+            messages=[answer] if self._persist else [],
+        )
+        if final is None:
+            return
+        self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=message_info(answer)))
+        self._channel.put(ChatEvent(ev.CHAT_COMPLETED, chat=final))
+
+    def _requires_action(self, calls: list[ToolCall]) -> None:
+        pending = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
+            for c in calls
+        ]
+        self.state.pending = pending
+        final = self._store.finish(
+            self.chat.id,
+            "requires_action",
+            usage=coze_usage(self.state.usage),
+            required_action={
+                "type": "submit_tool_outputs",
+                "submit_tool_outputs": {"tool_calls": pending},
+            },
+            state=self.state.to_dict(),
+        )
+        if final is not None:
+            self._channel.put(ChatEvent(ev.CHAT_REQUIRES_ACTION, chat=final))
+
+    def _fail(self, code: int, msg: str) -> None:
+        final = self._store.finish(
+            self.chat.id,
+            "failed",
+            usage=coze_usage(self.state.usage),
+            last_error={"code": code, "msg": msg},
+        )
+        if final is not None:
+            self._channel.put(ChatEvent(ev.CHAT_FAILED, chat=final))
+
+    def _canceled(self) -> None:
+        """Keep what was said before the cancel; the status is the canceller's to write
+        (a shutdown that is not a cancel fails the chat instead)."""
+        if self._partial is not None and self._partial[1] and self._persist:
+            answer_id, parts = self._partial
+            text = "".join(parts)
+            self._store.add_messages(
+                [self._row("answer", text, message_id=answer_id, meta={"canceled": "true"})]
+            )
+        if self._store.status(self.chat.id) != "canceled":
+            self._fail(5000, "the server stopped while this chat was running")
+
+    # ---- messages and events -------------------------------------------------------------
+    def _emit_delta(self, message_id: int, text: str) -> None:
+        now = self._clock()
+        self._channel.put(
+            ChatEvent(
+                ev.MESSAGE_DELTA,
+                message=MessageInfo(
+                    id=message_id,
+                    conversation_id=self.chat.conversation_id,
+                    section_id=self.chat.section_id,
+                    chat_id=self.chat.id,
+                    bot_id=self.chat.bot_id,
+                    role="assistant",
+                    type="answer",
+                    content=text,
+                    content_type="text",
+                    meta_data={},
+                    created_at=now,
+                    updated_at=now,
+                ),
+            )
+        )
+
+    def _function_call(self, call: ToolCall) -> Message:
+        tool = self.tools.get(call.name)
+        payload: dict[str, Any] = {"name": call.name, "arguments": call.arguments_json}
+        with contextlib.suppress(CozeLabError):
+            payload["arguments"] = call.arguments()
+        if tool is not None:
+            payload.update(tool.ref)
+        meta = {"tool_call_id": call.id, "tool_kind": tool.kind if tool else "unknown"}
+        return self._row("function_call", json.dumps(payload, ensure_ascii=False), meta=meta)
+
+    def _tool_response(self, call: ToolCall, outcome: ToolOutcome) -> Message:
+        meta = {"tool_call_id": call.id, "name": call.name, "ok": str(outcome.ok).lower()}
+        meta.update(outcome.meta)
+        return self._row("tool_response", outcome.output, meta=meta)
+
+    def _row(
+        self,
+        kind: str,
+        content: str,
+        *,
+        message_id: int | None = None,
+        meta: dict[str, str] | None = None,
+    ) -> Message:
+        now = self._clock()
+        return Message(
+            id=message_id or new_id(),
+            owner_id=self.chat.owner_id,
+            conversation_id=self.chat.conversation_id,
+            section_id=self.chat.section_id,
+            chat_id=self.chat.id,
+            bot_id=self.chat.bot_id,
+            role="assistant",
+            type=kind,
+            content=content,
+            content_type="text",
+            meta_data=meta or {},
+            created_at=now,
+            updated_at=now,
+        )
+
+    def _write(self, rows: list[Message], *, emit: bool) -> None:
+        if not rows:
+            return
+        infos = [message_info(r) for r in rows]
+        if self._persist:
+            self._store.add_messages(rows)
+        if emit:
+            for info in infos:
+                self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=info))
+
+    def _check_canceled(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._checked_at < CANCEL_POLL_S:
+            return
+        self._checked_at = now
+        if self._store.status(self.chat.id) == "canceled":
+            raise _Canceled

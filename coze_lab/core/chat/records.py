@@ -1,0 +1,225 @@
+"""Chat records: one row per agent run, written so a cancel always wins over a late finish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.conversations import (
+    ConversationInfo,
+    MessageInfo,
+    NewMessage,
+    message_info,
+    message_row,
+)
+from coze_lab.core.errors import CozeLabError, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import Chat, Conversation, Message
+
+ACTIVE = ("created", "in_progress", "requires_action")
+FINAL = ("completed", "failed", "canceled")
+
+
+class NotCancelable(CozeLabError):
+    """Coze's code for a chat that has already finished (cozepy checks it)."""
+
+    code, status = 4104, 409
+
+
+@dataclass(frozen=True)
+class ChatInfo:
+    id: int
+    owner_id: int
+    conversation_id: int
+    section_id: int
+    bot_id: int
+    bot_version: int | None
+    connector_id: str
+    status: str
+    usage: dict[str, int] | None
+    last_error: dict[str, Any] | None
+    required_action: dict[str, Any] | None
+    meta_data: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    failed_at: datetime | None
+
+
+class ChatStore:
+    """Chats and the messages a chat writes."""
+
+    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+
+    def create(
+        self,
+        conversation: ConversationInfo,
+        *,
+        bot_id: int,
+        bot_version: int | None,
+        messages: Sequence[NewMessage],
+        meta_data: dict[str, str],
+        persist: bool,
+    ) -> tuple[ChatInfo, list[MessageInfo]]:
+        """A chat in progress with its request messages, in one transaction."""
+        now = self._clock()
+        row = Chat(
+            id=new_id(),
+            owner_id=conversation.owner_id,
+            conversation_id=conversation.id,
+            section_id=conversation.section_id,
+            bot_id=bot_id,
+            bot_version=bot_version,
+            connector_id=conversation.connector_id,
+            status="in_progress",
+            meta_data=meta_data,
+            created_at=now,
+            updated_at=now,
+        )
+        rows = [
+            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id) for m in messages
+        ]
+        with self._db.transaction() as session:
+            session.add(row)
+            if persist:
+                session.add_all(rows)
+            session.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation.id)
+                .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
+            )
+        return _info(row), [message_info(r) for r in rows]
+
+    def add_messages(self, rows: Sequence[Message]) -> None:
+        with self._db.transaction() as session:
+            session.add_all(rows)
+
+    def finish(
+        self,
+        chat_id: int,
+        status: str,
+        *,
+        usage: dict[str, int] | None = None,
+        last_error: dict[str, Any] | None = None,
+        required_action: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+        messages: Sequence[Message] = (),
+    ) -> ChatInfo | None:
+        """Record the outcome (and the last messages) unless the chat was canceled meanwhile;
+        None when it was."""
+        now = self._clock()
+        values: dict[str, Any] = {
+            "status": status,
+            "usage": usage,
+            "last_error": last_error,
+            "required_action": required_action,
+            "state": state,
+            "updated_at": now,
+        }
+        if status == "completed":
+            values["completed_at"] = now
+        if status == "failed":
+            values["failed_at"] = now
+        with self._db.transaction() as session:
+            done = session.execute(
+                update(Chat).where(Chat.id == chat_id, Chat.status.in_(ACTIVE)).values(**values)
+            ).rowcount
+            if not done:
+                return None
+            session.add_all(messages)
+            return _info(session.get(Chat, chat_id))
+
+    def resume(self, chat_id: int) -> dict[str, Any] | None:
+        """Take a ``requires_action`` chat back to in_progress; its saved state, or None
+        when it was not waiting (a second submit loses)."""
+        with self._db.transaction() as session:
+            row = session.scalars(select(Chat).where(Chat.id == chat_id).with_for_update()).first()
+            if row is None or row.status != "requires_action":
+                return None
+            state = row.state
+            row.status = "in_progress"
+            row.required_action = None
+            row.state = None
+            row.updated_at = self._clock()
+            return state
+
+    def cancel(self, chat_id: int) -> ChatInfo:
+        now = self._clock()
+        with self._db.transaction() as session:
+            done = session.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status.in_(ACTIVE))
+                .values(status="canceled", updated_at=now, required_action=None, state=None)
+            ).rowcount
+            row = session.get(Chat, chat_id)
+            if not done:
+                raise NotCancelable(
+                    f"chat {chat_id} cannot be canceled: it is {row.status if row else 'gone'}"
+                )
+            return _info(row)
+
+    def status(self, chat_id: int) -> str | None:
+        with self._db.read() as connection:
+            return connection.scalar(select(Chat.status).where(Chat.id == chat_id))
+
+    def get(
+        self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
+    ) -> ChatInfo:
+        """The owner's chat on this connector (in this conversation, when one is named)."""
+        query = select(Chat).where(
+            Chat.id == chat_id, Chat.owner_id == owner_id, Chat.connector_id == connector_id
+        )
+        if conversation_id is not None:
+            query = query.where(Chat.conversation_id == conversation_id)
+        with self._db.reading() as session:
+            row = session.scalars(query).first()
+            if row is None:
+                raise NotFound(f"chat {chat_id} does not exist in this conversation")
+            return _info(row)
+
+    def messages(self, chat_id: int) -> list[MessageInfo]:
+        """Everything the chat wrote besides the request (Coze's ``/v3/chat/message/list``)."""
+        with self._db.reading() as session:
+            rows = session.scalars(
+                select(Message)
+                .where(Message.chat_id == chat_id, Message.type != "question")
+                .order_by(Message.id.asc())
+            )
+            return [message_info(r) for r in rows]
+
+    def stale(self, before: datetime) -> list[int]:
+        with self._db.read() as connection:
+            return list(
+                connection.scalars(
+                    select(Chat.id).where(Chat.status == "in_progress", Chat.updated_at < before)
+                )
+            )
+
+
+def _info(row: Chat) -> ChatInfo:
+    return ChatInfo(
+        id=row.id,
+        owner_id=row.owner_id,
+        conversation_id=row.conversation_id,
+        section_id=row.section_id,
+        bot_id=row.bot_id,
+        bot_version=row.bot_version,
+        connector_id=row.connector_id,
+        status=row.status,
+        usage=row.usage,
+        last_error=row.last_error,
+        required_action=row.required_action,
+        meta_data=dict(row.meta_data or {}),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        completed_at=row.completed_at,
+        failed_at=row.failed_at,
+    )

@@ -1,0 +1,440 @@
+"""The chat service: start, follow, cancel and continue agent runs (Coze's ``/v3/chat``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from coze_lab.core import connectors
+from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
+from coze_lab.core.chat.agent import AgentRun, AgentState
+from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.prompt import check_custom_variables, render
+from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.tools import (
+    Tool,
+    ToolBox,
+    ToolOutcome,
+    function_tools,
+    tool_text,
+    workflow_tool,
+)
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.conversations import (
+    ConversationInfo,
+    ConversationService,
+    MessageInfo,
+    NewMessage,
+    message_row,
+    parse_message,
+)
+from coze_lab.core.conversations.content import check_meta_data, model_content
+from coze_lab.core.errors import Conflict, InvalidParameter
+from coze_lab.core.ids import parse_id
+from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
+from coze_lab.core.workflows.spec import WorkflowSpec
+
+log = logging.getLogger("coze_lab.chat")
+
+MAX_ADDITIONAL_MESSAGES = 100
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A validated ``/v3/chat`` request."""
+
+    bot_id: int
+    conversation_id: int | None
+    messages: list[NewMessage]
+    custom_variables: dict[str, str]
+    meta_data: dict[str, str]
+    user_id: str
+    stream: bool
+    auto_save_history: bool = True
+
+
+@dataclass(frozen=True)
+class ChatHandle:
+    """A started chat: its record (status ``in_progress``) and the channel of its events."""
+
+    chat: ChatInfo
+    channel: ChatChannel
+    messages: list[MessageInfo]
+
+
+def parse_chat_request(
+    body: Mapping[str, Any],
+    conversation_id: Any = None,
+    *,
+    check_file: Callable[[int], None] | None = None,
+) -> ChatRequest:
+    """Validate a Coze chat body (``conversation_id`` comes from the query string).
+
+    Example:
+        >>> request = parse_chat_request({"bot_id": "7", "user_id": "u1", "stream": True,
+        ...     "additional_messages": [{"role": "user", "content": "Hi",
+        ...                              "content_type": "text"}]})
+        >>> request.bot_id, request.messages[0].message_type
+        (7, 'question')
+    """
+    bot_id = parse_id(body.get("bot_id"), "bot_id")
+    raw_messages = body.get("additional_messages") or []
+    if not isinstance(raw_messages, list) or len(raw_messages) > MAX_ADDITIONAL_MESSAGES:
+        raise InvalidParameter(
+            f"additional_messages must be a list of at most {MAX_ADDITIONAL_MESSAGES} messages"
+        )
+    messages = [
+        parse_message(m, f"additional_messages[{i}]", check_file=check_file)
+        for i, m in enumerate(raw_messages)
+    ]
+    stream = body.get("stream", False)
+    auto_save = body.get("auto_save_history", True)
+    if not isinstance(stream, bool) or not isinstance(auto_save, bool):
+        raise InvalidParameter("stream and auto_save_history must be booleans")
+    if not auto_save and not stream:
+        raise InvalidParameter("auto_save_history=false needs stream=true (nothing to poll)")
+    user_id = body.get("user_id") or ""
+    if not isinstance(user_id, str) or len(user_id) > 255:
+        raise InvalidParameter("user_id must be a string")
+    return ChatRequest(
+        bot_id=bot_id,
+        conversation_id=None
+        if conversation_id in (None, "")
+        else parse_id(conversation_id, "conversation_id"),
+        messages=messages,
+        custom_variables=check_custom_variables(body.get("custom_variables")),
+        meta_data=check_meta_data(body.get("meta_data")),
+        user_id=user_id,
+        stream=stream,
+        auto_save_history=auto_save,
+    )
+
+
+def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
+    raw = body.get("tool_outputs")
+    if not isinstance(raw, list) or not raw:
+        raise InvalidParameter("tool_outputs must be a non-empty list")
+    outputs: dict[str, str] = {}
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise InvalidParameter(f"tool_outputs[{i}] must be an object")
+        call_id, output = item.get("tool_call_id"), item.get("output")
+        if not isinstance(call_id, str) or not isinstance(output, str):
+            raise InvalidParameter(f"tool_outputs[{i}] needs string tool_call_id and output")
+        if call_id in outputs:
+            raise InvalidParameter(f"tool_outputs[{i}] repeats tool_call_id {call_id}")
+        outputs[call_id] = output
+    return outputs
+
+
+WorkflowStarter = Callable[[], Any]
+
+
+class ChatService:
+    """Agent runs for one event loop: start, stream, cancel, submit tool outputs.
+
+    A run belongs to the service, not to the HTTP request that started it: a client that
+    disconnects loses nothing, and the answer is in the conversation when it is done.
+
+    Example:
+        >>> handle = await chats.start(user.id, "1024", request)      # doctest: +SKIP
+        >>> async for event in handle.channel.follow():               # doctest: +SKIP
+        ...     print(event.event)
+        conversation.chat.created
+        ...
+    """
+
+    def __init__(
+        self,
+        *,
+        bots: BotService,
+        conversations: ConversationService,
+        store: ChatStore,
+        registry: ModelRegistry,
+        client: ModelClient | None = None,
+        workflows: Any = None,
+        engine: Callable[[], Any] | None = None,
+        plugins: Callable[[], Any] | None = None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.bots = bots
+        self.conversations = conversations
+        self.store = store
+        self.registry = registry
+        self._client = client
+        self._workflows = workflows
+        self._engine = engine
+        self._plugins = plugins
+        self._clock = clock
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._channels: dict[int, ChatChannel] = {}
+
+    @property
+    def client(self) -> ModelClient:
+        if self._client is None:
+            self._client = ModelClient()
+        return self._client
+
+    # ---- starting ---------------------------------------------------------------------------
+    async def start(self, owner_id: int, connector_id: str, request: ChatRequest) -> ChatHandle:
+        """Create the chat (and a conversation when none is named) and run it in the
+        background."""
+        resolved = self.bots.resolve(owner_id, request.bot_id, connector_id)
+        spec = self._model(resolved.config)
+        conversation = self._conversation(owner_id, connector_id, request)
+        history = self.conversations.history(conversation, rounds=resolved.config.history_rounds)
+        tools = self._toolbox(owner_id, connector_id, resolved.config)
+        chat, written = self.store.create(
+            conversation,
+            bot_id=resolved.bot.id,
+            bot_version=resolved.version,
+            messages=request.messages,
+            meta_data=request.meta_data,
+            persist=request.auto_save_history,
+        )
+        system = render(
+            resolved.config.prompt,
+            self._variables(resolved, conversation, chat, request),
+        )
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages += [_model_message(m) for m in [*history, *written]]
+        state = AgentState(messages=messages, config=resolved.config)
+        channel = ChatChannel()
+        channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
+        channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
+        self._launch(chat, conversation, state, tools, spec, channel, request.auto_save_history)
+        return ChatHandle(chat, channel, written)
+
+    async def submit_tool_outputs(
+        self,
+        owner_id: int,
+        connector_id: str,
+        conversation_id: int,
+        chat_id: int,
+        outputs: Mapping[str, str],
+    ) -> ChatHandle:
+        """Continue a ``requires_action`` chat with the caller's tool results (once)."""
+        chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
+        if chat.status != "requires_action" or chat.required_action is None:
+            raise Conflict(f"chat {chat_id} is {chat.status}, not waiting for tool outputs")
+        expected = [c["id"] for c in chat.required_action["submit_tool_outputs"]["tool_calls"]]
+        if sorted(outputs) != sorted(expected):
+            raise InvalidParameter(f"tool_outputs must answer exactly the tool calls {expected}")
+        saved = self.store.resume(chat_id)
+        if saved is None:
+            raise Conflict(f"chat {chat_id} is no longer waiting for tool outputs")
+        state = AgentState.from_dict(saved)
+        conversation = self.conversations.get(owner_id, connector_id, conversation_id)
+        rows = []
+        for call in state.pending:
+            output = tool_text(outputs[call["id"]])
+            state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            rows.append(
+                message_row(
+                    conversation,
+                    NewMessage("user", output, "text", "tool_output", {"tool_call_id": call["id"]}),
+                    now=self._clock(),
+                    chat_id=chat_id,
+                    bot_id=chat.bot_id,
+                )
+            )
+        state.pending = []
+        self.store.add_messages(rows)
+        chat = replace(chat, status="in_progress", required_action=None)
+        tools = self._toolbox(owner_id, connector_id, state.config)
+        channel = ChatChannel()
+        channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
+        spec = self._model(state.config)
+        self._launch(chat, conversation, state, tools, spec, channel, True)
+        return ChatHandle(chat, channel, [])
+
+    async def cancel(
+        self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
+    ) -> ChatInfo:
+        """Stop the chat for real: the model stream is closed and the tool loop ends."""
+        self.store.get(owner_id, connector_id, conversation_id, chat_id)
+        info = self.store.cancel(chat_id)
+        task = self._tasks.get(chat_id)
+        if task is not None:
+            task.cancel()
+        return info
+
+    def channel(self, chat_id: int) -> ChatChannel | None:
+        """The events of a chat running in this process (None when it is not)."""
+        return self._channels.get(chat_id)
+
+    async def wait(self, chat_id: int) -> None:
+        task = self._tasks.get(chat_id)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def close(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _launch(
+        self,
+        chat: ChatInfo,
+        conversation: ConversationInfo,
+        state: AgentState,
+        tools: ToolBox,
+        spec: ModelSpec,
+        channel: ChatChannel,
+        persist: bool,
+    ) -> None:
+        run = AgentRun(
+            chat=chat,
+            conversation=conversation,
+            state=state,
+            tools=tools,
+            spec=lambda: spec,
+            client=self.client,
+            store=self.store,
+            channel=channel,
+            clock=self._clock,
+            persist=persist,
+        )
+        task = asyncio.get_running_loop().create_task(run.run(), name=f"chat-{chat.id}")
+        self._tasks[chat.id] = task
+        self._channels[chat.id] = channel
+
+        def forget(_: asyncio.Task[None]) -> None:
+            self._tasks.pop(chat.id, None)
+            self._channels.pop(chat.id, None)
+
+        task.add_done_callback(forget)
+
+    def _model(self, config: BotConfig) -> ModelSpec:
+        if config.model_id in ("", "default") and "default" not in self.registry:
+            return self.registry.default()
+        return self.registry.get(config.model_id)
+
+    def _conversation(
+        self, owner_id: int, connector_id: str, request: ChatRequest
+    ) -> ConversationInfo:
+        if request.conversation_id is None:
+            return self.conversations.create(owner_id, connector_id, bot_id=request.bot_id)
+        conversation = self.conversations.get(owner_id, connector_id, request.conversation_id)
+        if conversation.bot_id not in (None, request.bot_id):
+            raise InvalidParameter(
+                f"conversation {conversation.id} belongs to bot {conversation.bot_id}"
+            )
+        return conversation
+
+    def _variables(
+        self,
+        resolved: ResolvedBot,
+        conversation: ConversationInfo,
+        chat: ChatInfo,
+        request: ChatRequest,
+    ) -> dict[str, str]:
+        values = resolved.config.variable_defaults()
+        values.update(request.custom_variables)
+        values.update(
+            sys_user_id=request.user_id or str(conversation.owner_id),
+            sys_bot_id=str(resolved.bot.id),
+            sys_conversation_id=str(conversation.id),
+            sys_chat_id=str(chat.id),
+            sys_connector_id=conversation.connector_id,
+            sys_time=_iso(self._clock()),
+        )
+        return values
+
+    def _toolbox(self, owner_id: int, connector_id: str, config: BotConfig) -> ToolBox:
+        draft = connector_id == connectors.PLAYGROUND
+        tools: list[Tool] = []
+        for workflow_id in config.workflow_ids:
+            spec, version = self._workflows.runnable(owner_id, workflow_id, draft=draft)
+            tools.append(workflow_tool(workflow_id, spec, version, self._workflow_runner(owner_id)))
+        if config.plugin_tools:
+            tools += self._plugin_tools(owner_id, config, draft)
+        tools += function_tools(config)
+        return ToolBox(tools)
+
+    def _workflow_runner(self, owner_id: int) -> Any:
+        async def run(
+            workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
+        ) -> ToolOutcome:
+            if self._engine is None:
+                return ToolOutcome("error: workflows are not available here", ok=False)
+            engine = self._engine()
+            run_id = await engine.start(
+                owner_id, spec, args, workflow_id=workflow_id, version=version
+            )
+            info = await engine.wait(run_id)
+            meta = {"execute_id": str(run_id), "status": info.status}
+            if info.status == "succeeded":
+                return ToolOutcome(tool_text(info.outputs or {}), meta=meta)
+            if info.status == "interrupted":
+                questions = [p.data for p in engine.store.pending(owner_id, run_id)]
+                return ToolOutcome(
+                    tool_text(
+                        {
+                            "status": "waiting for a person",
+                            "execute_id": str(run_id),
+                            "questions": questions,
+                        }
+                    ),
+                    meta=meta,
+                )
+            error = (info.error or {}).get("msg", info.status)
+            return ToolOutcome(f"error: the workflow {info.status}: {error}", ok=False, meta=meta)
+
+        return run
+
+    def _plugin_tools(self, owner_id: int, config: BotConfig, draft: bool) -> list[Tool]:
+        plugins = self._plugins() if self._plugins is not None else None
+        if plugins is None:
+            raise InvalidParameter("this bot uses plugin tools, but plugins are not available")
+        scene = "draft" if draft else "online"
+        ids = [t.tool_id for t in config.plugin_tools]
+        definitions = plugins.tool_definitions(
+            owner_id, ids, scene=scene, versions=None if draft else config.plugin_versions
+        )
+        tools = []
+        for definition in definitions:
+            version = None if draft else config.plugin_versions.get(definition.plugin_id)
+
+            async def invoke(
+                args: dict[str, Any], tool_id: int = definition.tool_id, version: Any = version
+            ) -> ToolOutcome:
+                result = await plugins.call_tool(
+                    owner_id, tool_id, args, scene=scene, version=version
+                )
+                meta = {
+                    "status_code": str(result.status_code or ""),
+                    "latency_ms": str(round(result.latency_ms, 1)),
+                }
+                if result.authorization_url:
+                    meta["authorization_url"] = result.authorization_url
+                return ToolOutcome(result.output, ok=result.ok, meta=meta)
+
+            tools.append(
+                Tool(
+                    definition.name,
+                    definition.description,
+                    definition.parameters,
+                    "plugin",
+                    invoke,
+                    ref={"plugin_id": str(definition.plugin_id), "api_id": str(definition.tool_id)},
+                )
+            )
+        return tools
+
+
+def _model_message(message: MessageInfo) -> dict[str, Any]:
+    return {"role": message.role, "content": model_content(message.content, message.content_type)}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

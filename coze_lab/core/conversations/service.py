@@ -1,0 +1,442 @@
+"""Conversations, their sections (context windows) and messages, scoped to an owner and a
+connector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
+from coze_lab.core.errors import InvalidParameter, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import BotRecord, Conversation, Message
+
+MAX_INITIAL_MESSAGES = 100
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    id: int
+    owner_id: int
+    bot_id: int | None
+    connector_id: str
+    name: str
+    meta_data: dict[str, str]
+    section_id: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class MessageInfo:
+    id: int
+    conversation_id: int
+    section_id: int
+    chat_id: int | None
+    bot_id: int | None
+    role: str
+    type: str
+    content: str
+    content_type: str
+    meta_data: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    reasoning_content: str | None = None
+
+
+@dataclass(frozen=True)
+class MessagePage:
+    """A page in list order; ``has_more``: more messages lie beyond it in that direction."""
+
+    items: list[MessageInfo]
+    first_id: int | None
+    last_id: int | None
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message about to be written (validated)."""
+
+    role: str
+    content: str
+    content_type: str = "text"
+    type: str = ""
+    meta_data: dict[str, Any] | None = None
+
+    @property
+    def message_type(self) -> str:
+        return self.type or ("question" if self.role == "user" else "answer")
+
+
+def parse_message(
+    raw: Any, where: str, *, check_file: Callable[[int], None] | None = None
+) -> NewMessage:
+    """A message of a request body (``additional_messages[i]``, ``messages[i]``)."""
+    if not isinstance(raw, Mapping):
+        raise InvalidParameter(f"{where} must be an object")
+    role = raw.get("role")
+    if role not in ROLES:
+        raise InvalidParameter(f"{where}.role must be 'user' or 'assistant'")
+    content, content_type = check_content(
+        raw.get("content"), raw.get("content_type"), check_file=check_file
+    )
+    kind = raw.get("type") or ""
+    allowed = ("", "question") if role == "user" else ("", "answer")
+    if kind not in allowed:
+        raise InvalidParameter(f"{where}.type '{kind}' is not allowed for role {role}")
+    return NewMessage(role, content, content_type, kind, check_meta_data(raw.get("meta_data")))
+
+
+def message_row(
+    conversation: Conversation | ConversationInfo,
+    message: NewMessage,
+    *,
+    now: datetime,
+    chat_id: int | None = None,
+    bot_id: int | None = None,
+    message_id: int | None = None,
+) -> Message:
+    return Message(
+        id=message_id or new_id(),
+        owner_id=conversation.owner_id,
+        conversation_id=conversation.id,
+        section_id=conversation.section_id,
+        chat_id=chat_id,
+        bot_id=bot_id if bot_id is not None else conversation.bot_id,
+        role=message.role,
+        type=message.message_type,
+        content=message.content,
+        content_type=message.content_type,
+        meta_data=message.meta_data or {},
+        created_at=now,
+        updated_at=now,
+    )
+
+
+class ConversationService:
+    """Conversation and message CRUD for one owner on one connector.
+
+    Example:
+        >>> conversations = ConversationService(db)                        # doctest: +SKIP
+        >>> conv = conversations.create(user.id, "1024", bot_id=bot.id)     # doctest: +SKIP
+        >>> conversations.clear(user.id, "1024", conv.id) != conv.section_id  # doctest: +SKIP
+        True
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Clock = utcnow,
+        check_file: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._check_file = check_file
+
+    def file_checker(self, owner_id: int) -> Callable[[int], None] | None:
+        if self._check_file is None:
+            return None
+        check = self._check_file
+        return lambda file_id: check(owner_id, file_id)
+
+    # ---- conversations -------------------------------------------------------------------
+    def create(
+        self,
+        owner_id: int,
+        connector_id: str,
+        *,
+        bot_id: int | None = None,
+        name: str = "",
+        meta_data: Any = None,
+        messages: Sequence[Any] = (),
+    ) -> ConversationInfo:
+        meta = check_meta_data(meta_data)
+        name = _name(name)
+        if len(messages) > MAX_INITIAL_MESSAGES:
+            raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
+        check_file = self.file_checker(owner_id)
+        parsed = [
+            parse_message(m, f"messages[{i}]", check_file=check_file)
+            for i, m in enumerate(messages)
+        ]
+        now = self._clock()
+        with self._db.transaction() as session:
+            if bot_id is not None:
+                _owned_bot(session, owner_id, bot_id)
+            row = Conversation(
+                id=new_id(),
+                owner_id=owner_id,
+                bot_id=bot_id,
+                connector_id=connector_id,
+                name=name,
+                meta_data=meta,
+                section_id=new_id(),
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(row)
+            session.flush()
+            session.add_all(message_row(row, m, now=now) for m in parsed)
+            return _conversation(row)
+
+    def get(self, owner_id: int, connector_id: str, conversation_id: int) -> ConversationInfo:
+        with self._db.reading() as session:
+            return _conversation(self._owned(session, owner_id, connector_id, conversation_id))
+
+    def list(
+        self,
+        owner_id: int,
+        connector_id: str,
+        *,
+        bot_id: int | None,
+        page_num: int = 1,
+        page_size: int = 50,
+        newest_first: bool = True,
+    ) -> tuple[list[ConversationInfo], bool]:
+        query = select(Conversation).where(
+            Conversation.owner_id == owner_id, Conversation.connector_id == connector_id
+        )
+        if bot_id is not None:
+            query = query.where(Conversation.bot_id == bot_id)
+        order = Conversation.id.desc() if newest_first else Conversation.id.asc()
+        with self._db.reading() as session:
+            rows = session.scalars(
+                query.order_by(order).offset((page_num - 1) * page_size).limit(page_size + 1)
+            ).all()
+        return [_conversation(r) for r in rows[:page_size]], len(rows) > page_size
+
+    def update(
+        self, owner_id: int, connector_id: str, conversation_id: int, *, name: Any
+    ) -> ConversationInfo:
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, connector_id, conversation_id)
+            row.name = _name(name)
+            row.updated_at = self._clock()
+            return _conversation(row)
+
+    def delete(self, owner_id: int, connector_id: str, conversation_id: int) -> None:
+        with self._db.transaction() as session:
+            session.delete(self._owned(session, owner_id, connector_id, conversation_id))
+
+    def clear(self, owner_id: int, connector_id: str, conversation_id: int) -> int:
+        """Start a new section: later chats see none of the earlier messages (all are kept)."""
+        with self._db.transaction() as session:
+            row = self._owned(session, owner_id, connector_id, conversation_id)
+            row.section_id = new_id()
+            row.updated_at = self._clock()
+            return row.section_id
+
+    # ---- messages ---------------------------------------------------------------------------
+    def create_message(
+        self, owner_id: int, connector_id: str, conversation_id: int, body: Mapping[str, Any]
+    ) -> MessageInfo:
+        message = parse_message(body, "message", check_file=self.file_checker(owner_id))
+        with self._db.transaction() as session:
+            conversation = self._owned(session, owner_id, connector_id, conversation_id)
+            row = message_row(conversation, message, now=self._clock())
+            session.add(row)
+            conversation.updated_at = row.created_at
+            return message_info(row)
+
+    def list_messages(
+        self,
+        owner_id: int,
+        connector_id: str,
+        conversation_id: int,
+        *,
+        order: str = "desc",
+        chat_id: int | None = None,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        limit: int = 50,
+    ) -> MessagePage:
+        """Cursor pagination in list order: ``after_id`` continues past a message,
+        ``before_id`` goes back towards the start of the list (both exclusive)."""
+        if order not in ("asc", "desc"):
+            raise InvalidParameter("order must be 'asc' or 'desc'")
+        if before_id is not None and after_id is not None:
+            raise InvalidParameter("give before_id or after_id, not both")
+        descending = order == "desc"
+        query = select(Message).where(Message.conversation_id == conversation_id)
+        if chat_id is not None:
+            query = query.where(Message.chat_id == chat_id)
+        backwards = before_id is not None
+        if after_id is not None:
+            query = query.where(Message.id < after_id if descending else Message.id > after_id)
+        if before_id is not None:
+            query = query.where(Message.id > before_id if descending else Message.id < before_id)
+        # walking backwards reads the nearest messages first, then restores list order
+        ascending_read = descending == backwards
+        query = query.order_by(Message.id.asc() if ascending_read else Message.id.desc())
+        with self._db.reading() as session:
+            self._owned(session, owner_id, connector_id, conversation_id)
+            rows = list(session.scalars(query.limit(limit + 1)))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if backwards:
+            rows.reverse()
+        items = [message_info(r) for r in rows]
+        return MessagePage(
+            items,
+            items[0].id if items else None,
+            items[-1].id if items else None,
+            more,
+        )
+
+    def get_message(
+        self, owner_id: int, connector_id: str, conversation_id: int, message_id: int
+    ) -> MessageInfo:
+        with self._db.reading() as session:
+            self._owned(session, owner_id, connector_id, conversation_id)
+            return message_info(self._message(session, conversation_id, message_id))
+
+    def modify_message(
+        self,
+        owner_id: int,
+        connector_id: str,
+        conversation_id: int,
+        message_id: int,
+        body: Mapping[str, Any],
+    ) -> MessageInfo:
+        with self._db.transaction() as session:
+            self._owned(session, owner_id, connector_id, conversation_id)
+            row = self._message(session, conversation_id, message_id)
+            if "content" in body or "content_type" in body:
+                row.content, row.content_type = check_content(
+                    body.get("content", row.content),
+                    body.get("content_type", row.content_type),
+                    check_file=self.file_checker(owner_id),
+                )
+            if "meta_data" in body:
+                row.meta_data = check_meta_data(body["meta_data"])
+            row.updated_at = self._clock()
+            return message_info(row)
+
+    def delete_message(
+        self, owner_id: int, connector_id: str, conversation_id: int, message_id: int
+    ) -> MessageInfo:
+        with self._db.transaction() as session:
+            self._owned(session, owner_id, connector_id, conversation_id)
+            row = self._message(session, conversation_id, message_id)
+            info = message_info(row)
+            session.delete(row)
+            return info
+
+    def history(self, conversation: ConversationInfo, *, rounds: int) -> list[MessageInfo]:
+        """The questions and answers of the current section, the last ``rounds`` rounds."""
+        if rounds <= 0:
+            return []
+        with self._db.reading() as session:
+            rows = list(
+                session.scalars(
+                    select(Message)
+                    .where(
+                        Message.conversation_id == conversation.id,
+                        Message.section_id == conversation.section_id,
+                        Message.type.in_(("question", "answer")),
+                    )
+                    .order_by(Message.id.desc())
+                    .limit(rounds * 8)
+                )
+            )
+        kept: list[Message] = []
+        questions = 0
+        for row in rows:
+            kept.append(row)
+            if row.type == "question":
+                questions += 1
+                if questions == rounds:
+                    break
+        kept.reverse()
+        while kept and kept[0].type != "question":
+            kept.pop(0)  # an answer without its question would confuse the model
+        return [message_info(r) for r in kept]
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _owned(
+        self, session: Any, owner_id: int, connector_id: str, conversation_id: int
+    ) -> Conversation:
+        row = session.scalars(
+            select(Conversation).where(
+                Conversation.id == conversation_id,
+                Conversation.owner_id == owner_id,
+                Conversation.connector_id == connector_id,
+            )
+        ).first()
+        if row is None:
+            raise NotFound(f"conversation {conversation_id} does not exist")
+        return row
+
+    def _message(self, session: Any, conversation_id: int, message_id: int) -> Message:
+        row = session.scalars(
+            select(Message).where(
+                Message.id == message_id, Message.conversation_id == conversation_id
+            )
+        ).first()
+        if row is None:
+            raise NotFound(f"message {message_id} does not exist in this conversation")
+        return row
+
+    def count_messages(self, conversation_id: int) -> int:
+        with self._db.reading() as session:
+            return (
+                session.scalar(
+                    select(func.count()).where(Message.conversation_id == conversation_id)
+                )
+                or 0
+            )
+
+
+def _owned_bot(session: Any, owner_id: int, bot_id: int) -> None:
+    found = session.scalar(
+        select(BotRecord.id).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
+    )
+    if found is None:
+        raise NotFound(f"bot {bot_id} does not exist")
+
+
+def _name(value: Any) -> str:
+    value = value or ""
+    if not isinstance(value, str) or len(value) > 255:
+        raise InvalidParameter("name must be a string of at most 255 characters")
+    return value
+
+
+def _conversation(row: Conversation) -> ConversationInfo:
+    return ConversationInfo(
+        id=row.id,
+        owner_id=row.owner_id,
+        bot_id=row.bot_id,
+        connector_id=row.connector_id,
+        name=row.name,
+        meta_data=dict(row.meta_data or {}),
+        section_id=row.section_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def message_info(row: Message) -> MessageInfo:
+    return MessageInfo(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        section_id=row.section_id,
+        chat_id=row.chat_id,
+        bot_id=row.bot_id,
+        role=row.role,
+        type=row.type,
+        content=row.content,
+        content_type=row.content_type,
+        meta_data=dict(row.meta_data or {}),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        reasoning_content=row.reasoning_content,
+    )

@@ -1,0 +1,306 @@
+"""Bots: the Coze bot API (``/v1/bot/...``, ``/v1/bots``) and the studio's bot endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coze_lab.core import connectors
+from coze_lab.core.chat import parse_chat_request
+from coze_lab.core.clock import to_unix
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.ids import parse_id
+from coze_lab.web import serialize
+from coze_lab.web.base import CozeHandler
+from coze_lab.web.handlers.chat import stream_chat
+from coze_lab.web.params import int_value, optional_str_list
+
+
+def _connector_ids(body: dict[str, Any]) -> list[str]:
+    ids = optional_str_list(body, "connector_ids")
+    return list(connectors.PUBLISHABLE) if ids is None else ids
+
+
+class BotCreateHandler(CozeHandler):
+    SCOPE = "bots"
+
+    def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        space_id = body.get("space_id")
+        if space_id not in (None, "") and parse_id(space_id, "space_id") != user.workspace_id:
+            raise InvalidParameter(f"space {space_id} is not your workspace")
+        info = self.runtime.bots.create(user.id, user.workspace_id, body)
+        self.reply(serialize.bot(info))
+
+
+class BotUpdateHandler(CozeHandler):
+    SCOPE = "bots"
+
+    def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        self.runtime.bots.update(user.id, parse_id(body.get("bot_id"), "bot_id"), body)
+        self.reply({})
+
+
+class BotPublishHandler(CozeHandler):
+    SCOPE = "bots"
+
+    def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        bot_id = parse_id(body.get("bot_id"), "bot_id")
+        version = self.runtime.bots.publish(user.id, bot_id, _connector_ids(body))
+        self.reply({"bot_id": str(bot_id), "version": str(version)})
+
+
+class BotUnpublishHandler(CozeHandler):
+    SCOPE = "bots"
+
+    def post(self, bot_id: str) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        self.runtime.bots.unpublish(
+            user.id, parse_id(bot_id, "bot_id"), str(body.get("connector_id", ""))
+        )
+        self.reply({})
+
+
+class BotOnlineInfoHandler(CozeHandler):
+    """GET /v1/bot/get_online_info?bot_id=: the newest published configuration."""
+
+    SCOPE = "bots"
+
+    def get(self) -> None:
+        user = self.coze_user()
+        bot_id = parse_id(self.get_query_argument("bot_id", None), "bot_id")
+        self.reply(serialize.bot(self.runtime.bots.get(user.id, bot_id, published=True)))
+
+
+class BotItemHandler(CozeHandler):
+    """GET /v1/bots/{id}?is_published=: the published (default) or the draft configuration."""
+
+    SCOPE = "bots"
+
+    def get(self, bot_id: str) -> None:
+        user = self.coze_user()
+        published = self.get_query_argument("is_published", "true").lower() != "false"
+        info = self.runtime.bots.get(user.id, parse_id(bot_id, "bot_id"), published=published)
+        self.reply(serialize.bot(info))
+
+
+class BotsHandler(CozeHandler):
+    """GET /v1/bots?workspace_id=: a page of your bots."""
+
+    SCOPE = "bots"
+
+    def get(self) -> None:
+        user = self.coze_user()
+        workspace = self.get_query_argument("workspace_id", None)
+        if workspace not in (None, "") and parse_id(workspace, "workspace_id") != user.workspace_id:
+            raise InvalidParameter(f"workspace {workspace} is not your workspace")
+        items, total = self.runtime.bots.list(
+            user.id,
+            publish_status=self.get_query_argument("publish_status", "all"),
+            connector_id=self.get_query_argument("connector_id", None) or None,
+            page_num=_page_num(self),
+            page_size=_page_size(self, "page_size"),
+        )
+        self.reply({"items": [serialize.simple_bot(b) for b in items], "total": total})
+
+
+class PublishedBotsListHandler(CozeHandler):
+    """GET /v1/space/published_bots_list: the older listing cozepy uses by default."""
+
+    SCOPE = "bots"
+
+    def get(self) -> None:
+        user = self.coze_user()
+        space = self.get_query_argument("space_id", None)
+        if parse_id(space, "space_id") != user.workspace_id:
+            raise InvalidParameter(f"space {space} is not your workspace")
+        items, total = self.runtime.bots.list(
+            user.id,
+            publish_status="published_online",
+            connector_id=connectors.API,
+            page_num=int_value(
+                self.get_query_argument("page_index", None),
+                "page_index",
+                default=1,
+                low=1,
+                high=10**6,
+            ),
+            page_size=_page_size(self, "page_size"),
+        )
+        bots = [
+            {
+                "bot_id": str(b.id),
+                "bot_name": b.name,
+                "description": b.description,
+                "icon_url": b.icon_url,
+                "publish_time": str(to_unix(b.published_at) or ""),
+            }
+            for b in items
+        ]
+        self.reply({"space_bots": bots, "total": total})
+
+
+def _page_num(handler: CozeHandler) -> int:
+    raw = handler.get_query_argument("page_num", None)
+    return int_value(raw, "page_num", default=1, low=1, high=10**6)
+
+
+def _page_size(handler: CozeHandler, name: str) -> int:
+    return int_value(handler.get_query_argument(name, None), name, default=20, low=1, high=100)
+
+
+# ---- studio (the lab's own front end) ---------------------------------------------------------
+class StudioBotsHandler(CozeHandler):
+    """GET: your bots (drafts). POST: create a bot from a Coze create body."""
+
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def get(self) -> None:
+        user = self.studio_user()
+        items, total = self.runtime.bots.list(
+            user.id, page_num=_page_num(self), page_size=_page_size(self, "page_size")
+        )
+        self.reply({"bots": [serialize.bot(b) for b in items], "total": total})
+
+    def post(self) -> None:
+        user = self.studio_user()
+        info = self.runtime.bots.create(user.id, user.workspace_id, self.json_body())
+        self.reply(serialize.bot(info), status=201)
+
+
+class StudioBotHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def get(self, bot_id: str) -> None:
+        user = self.studio_user()
+        self.reply(serialize.bot(self.runtime.bots.get(user.id, parse_id(bot_id, "bot_id"))))
+
+    def put(self, bot_id: str) -> None:
+        user = self.studio_user()
+        info = self.runtime.bots.update(user.id, parse_id(bot_id, "bot_id"), self.json_body())
+        self.reply(serialize.bot(info))
+
+    def delete(self, bot_id: str) -> None:
+        user = self.studio_user()
+        self.runtime.bots.delete(user.id, parse_id(bot_id, "bot_id"))
+        self.reply(None)
+
+
+class StudioBotPublishHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def post(self, bot_id: str) -> None:
+        user = self.studio_user()
+        number = parse_id(bot_id, "bot_id")
+        version = self.runtime.bots.publish(user.id, number, _connector_ids(self.json_body()))
+        self.reply(
+            serialize.bot(self.runtime.bots.get(user.id, number)), extra={"version": version}
+        )
+
+
+class StudioBotChatHandler(CozeHandler):
+    """POST: chat with the bot's draft on the Playground connector (Coze's SSE events).
+
+    Body: ``{"message": "...", "conversation_id"?, "custom_variables"?, "stream"?}`` or
+    ``additional_messages`` as in ``/v3/chat``.
+    """
+
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    async def post(self, bot_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        if "message" in body:
+            if not isinstance(body["message"], str) or not body["message"]:
+                raise InvalidParameter("message must be a non-empty string")
+            body["additional_messages"] = [
+                {"role": "user", "content": body.pop("message"), "content_type": "text"}
+            ]
+        body["bot_id"] = bot_id
+        body.setdefault("stream", True)
+        request = parse_chat_request(
+            body,
+            body.get("conversation_id"),
+            check_file=self.runtime.conversations.file_checker(user.id),
+        )
+        handle = await self.runtime.chats.start(user.id, connectors.PLAYGROUND, request)
+        if request.stream:
+            await stream_chat(self, handle)
+        else:
+            self.reply(serialize.chat(handle.chat))
+
+
+class StudioBotConversationsHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def get(self, bot_id: str) -> None:
+        user = self.studio_user()
+        items, has_more = self.runtime.conversations.list(
+            user.id,
+            self.get_query_argument("connector_id", connectors.PLAYGROUND),
+            bot_id=parse_id(bot_id, "bot_id"),
+            page_num=_page_num(self),
+            page_size=_page_size(self, "page_size"),
+        )
+        self.reply(
+            {"conversations": [serialize.conversation(c) for c in items], "has_more": has_more}
+        )
+
+
+class StudioConversationMessagesHandler(CozeHandler):
+    """GET: a Playground conversation's messages, oldest first (``after_id`` pages on)."""
+
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def get(self, conversation_id: str) -> None:
+        user = self.studio_user()
+        after = self.get_query_argument("after_id", None)
+        page = self.runtime.conversations.list_messages(
+            user.id,
+            connectors.PLAYGROUND,
+            parse_id(conversation_id, "conversation_id"),
+            order="asc",
+            after_id=None if after in (None, "") else parse_id(after, "after_id"),
+            limit=int_value(
+                self.get_query_argument("limit", None), "limit", default=50, low=1, high=50
+            ),
+        )
+        self.reply(
+            {
+                "messages": [serialize.message(m) for m in page.items],
+                "last_id": str(page.last_id or ""),
+                "has_more": page.has_more,
+            }
+        )
+
+
+class StudioConversationClearHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    def post(self, conversation_id: str) -> None:
+        user = self.studio_user()
+        number = parse_id(conversation_id, "conversation_id")
+        section = self.runtime.conversations.clear(user.id, connectors.PLAYGROUND, number)
+        self.reply({"id": str(section), "conversation_id": str(number)})
+
+
+class StudioChatCancelHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.bots"
+
+    async def post(self, chat_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        info = await self.runtime.chats.cancel(
+            user.id,
+            connectors.PLAYGROUND,
+            None
+            if body.get("conversation_id") in (None, "")
+            else parse_id(body["conversation_id"], "conversation_id"),
+            parse_id(chat_id, "chat_id"),
+        )
+        self.reply(serialize.chat(info))

@@ -1,0 +1,130 @@
+"""The Coze chat API (``/v3/chat``...): start, stream, retrieve, cancel, submit tool outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coze_lab.core.chat import ChatEvent, ChatHandle, parse_chat_request, parse_tool_outputs
+from coze_lab.core.chat import events as ev
+from coze_lab.core.ids import parse_id
+from coze_lab.web import serialize
+from coze_lab.web.base import CozeHandler
+from coze_lab.web.sse import send_event, start_stream
+
+#: a quiet stream repeats ``conversation.chat.in_progress`` this often: a keep-alive that
+#: Coze clients understand (cozepy refuses SSE comment lines)
+KEEPALIVE_S = 15.0
+
+
+def event_payload(event: ChatEvent) -> dict[str, Any] | str:
+    if event.chat is not None:
+        return serialize.chat(event.chat)
+    if event.message is not None:
+        return serialize.message(event.message)
+    if event.error is not None:
+        return event.error
+    return '"[DONE]"'
+
+
+async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
+    """Send a chat's events as Coze SSE until ``done`` or until the client goes away (the
+    chat goes on either way)."""
+    start_stream(handler)
+    async for event in handle.channel.follow(idle_s=KEEPALIVE_S):
+        if event is None:
+            event = ChatEvent(ev.CHAT_IN_PROGRESS, chat=handle.chat)
+        if not await send_event(handler, None, event.event, event_payload(event)):
+            return
+    handler.finish()
+
+
+class ChatHandler(CozeHandler):
+    """POST /v3/chat: a chat with a published bot; streamed, or returned at once and polled."""
+
+    SCOPE = "chat"
+
+    async def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        request = parse_chat_request(
+            body,
+            self.get_query_argument("conversation_id", None),
+            check_file=self.runtime.conversations.file_checker(user.id),
+        )
+        handle = await self.runtime.chats.start(user.id, self.connector(), request)
+        if request.stream:
+            await stream_chat(self, handle)
+        else:
+            self.reply(serialize.chat(handle.chat))
+
+
+class ChatRetrieveHandler(CozeHandler):
+    SCOPE = "chat"
+
+    def get(self) -> None:
+        self.reply(serialize.chat(self._chat()))
+
+    def post(self) -> None:  # cozepy sends POST
+        self.reply(serialize.chat(self._chat()))
+
+    def _chat(self) -> Any:
+        user = self.coze_user()
+        return self.runtime.chat_store.get(
+            user.id,
+            self.connector(),
+            parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
+            parse_id(self.get_query_argument("chat_id", None), "chat_id"),
+        )
+
+
+class ChatMessagesHandler(CozeHandler):
+    """GET /v3/chat/message/list: what a chat wrote (answers, tool calls, tool results)."""
+
+    SCOPE = "chat"
+
+    def get(self) -> None:
+        user = self.coze_user()
+        chat = self.runtime.chat_store.get(
+            user.id,
+            self.connector(),
+            parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
+            parse_id(self.get_query_argument("chat_id", None), "chat_id"),
+        )
+        messages = self.runtime.chat_store.messages(chat.id)
+        self.reply([serialize.message(m) for m in messages])
+
+
+class ChatCancelHandler(CozeHandler):
+    SCOPE = "chat"
+
+    async def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        info = await self.runtime.chats.cancel(
+            user.id,
+            self.connector(),
+            parse_id(body.get("conversation_id"), "conversation_id"),
+            parse_id(body.get("chat_id"), "chat_id"),
+        )
+        self.reply(serialize.chat(info))
+
+
+class ChatSubmitToolOutputsHandler(CozeHandler):
+    SCOPE = "chat"
+
+    async def post(self) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        stream = body.get("stream", False)
+        outputs = parse_tool_outputs(body)
+        handle = await self.runtime.chats.submit_tool_outputs(
+            user.id,
+            self.connector(),
+            parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
+            parse_id(self.get_query_argument("chat_id", None), "chat_id"),
+            outputs,
+        )
+        if stream is True:
+            await stream_chat(self, handle)
+        else:
+            self.reply(serialize.chat(handle.chat))
