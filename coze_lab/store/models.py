@@ -291,9 +291,7 @@ class Message(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    conversation_id: Mapped[int] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE")
-    )
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     section_id: Mapped[int]
     chat_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
     bot_id: Mapped[int | None] = mapped_column(nullable=True)
@@ -360,6 +358,8 @@ class PluginTool(Base):
     spec: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    #: set when the draft no longer has it (published versions may still use it)
+    deleted_at: Mapped[datetime | None]
 
     __table_args__ = (Index("ux_plugin_tools_name", "plugin_id", "name", unique=True),)
 

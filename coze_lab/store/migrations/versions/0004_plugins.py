@@ -104,6 +104,7 @@ def upgrade() -> None:
         sa.Column("spec", sa.JSON(), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("updated_at", UTCDateTime(), nullable=False),
+        sa.Column("deleted_at", UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(["plugin_id"], ["plugins.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )
