@@ -268,6 +268,428 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+# ---- bots, conversations, chats -----------------------------------------------------------
+_OBJ = {"type": "object"}
+_STR = {"type": "string"}
+_MESSAGE = {
+    "type": "object",
+    "properties": {
+        "id": _ID,
+        "conversation_id": _ID,
+        "section_id": _ID,
+        "chat_id": _STR,
+        "bot_id": _STR,
+        "role": {"enum": ["user", "assistant"]},
+        "type": {
+            "enum": [
+                "question",
+                "answer",
+                "function_call",
+                "tool_output",
+                "tool_response",
+                "follow_up",
+                "verbose",
+            ]
+        },
+        "content": _STR,
+        "content_type": {"enum": ["text", "object_string", "card"]},
+        "meta_data": _OBJ,
+        "created_at": {"type": "integer"},
+        "updated_at": {"type": "integer"},
+    },
+}
+_CHAT = {
+    "type": "object",
+    "properties": {
+        "id": _ID,
+        "conversation_id": _ID,
+        "section_id": _ID,
+        "bot_id": _ID,
+        "status": {
+            "enum": ["created", "in_progress", "completed", "failed", "requires_action", "canceled"]
+        },
+        "usage": _OBJ,
+        "last_error": _OBJ,
+        "required_action": _OBJ,
+        "created_at": {"type": "integer"},
+        "completed_at": {"type": "integer"},
+        "failed_at": {"type": "integer"},
+    },
+}
+_CONVERSATION = {
+    "type": "object",
+    "properties": {
+        "id": _ID,
+        "last_section_id": _ID,
+        "name": _STR,
+        "meta_data": _OBJ,
+        "connector_id": _STR,
+        "created_at": {"type": "integer"},
+    },
+}
+_BOT = {"type": "object", "properties": {"bot_id": _ID, "name": _STR, "version": _STR}}
+_MESSAGE_IN = {
+    "type": "object",
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"enum": ["user", "assistant"]},
+        "content": _STR,
+        "content_type": {"enum": ["text", "object_string", "card"]},
+        "meta_data": _OBJ,
+    },
+}
+_CHAT_BODY = {
+    "type": "object",
+    "required": ["bot_id"],
+    "properties": {
+        "bot_id": _ID,
+        "user_id": _STR,
+        "additional_messages": {"type": "array", "items": _MESSAGE_IN},
+        "stream": {"type": "boolean"},
+        "custom_variables": _OBJ,
+        "auto_save_history": {"type": "boolean"},
+        "meta_data": _OBJ,
+    },
+}
+_BOT_BODY = {
+    "type": "object",
+    "properties": {
+        "name": _STR,
+        "description": _STR,
+        "prompt_info": _OBJ,
+        "model_info_config": _OBJ,
+        "workflow_id_list": _OBJ,
+        "plugin_id_list": _OBJ,
+        "onboarding_info": _OBJ,
+        "variables": {"type": "array"},
+        "functions": {"type": "array", "description": "client-side tools (requires_action)"},
+    },
+}
+_CONV_Q = (("conversation_id", "string", True),)
+_CHAT_Q = (("conversation_id", "string", True), ("chat_id", "string", True))
+_MSG_Q = (("conversation_id", "string", True), ("message_id", "string", True))
+_LIST = {"type": "array", "items": _MESSAGE}
+
+
+def _chat_ops() -> tuple[Operation, ...]:
+    op = Operation
+    return (
+        op(
+            "post",
+            "/v1/bot/create",
+            "Create a bot (draft)",
+            "bots",
+            _BOT,
+            body=_BOT_BODY,
+            scope="bots",
+        ),
+        op("post", "/v1/bot/update", "Update a bot's draft", "bots", body=_BOT_BODY, scope="bots"),
+        op(
+            "post",
+            "/v1/bot/publish",
+            "Publish the draft as a new version to connectors",
+            "bots",
+            _BOT,
+            body={
+                "type": "object",
+                "properties": {"bot_id": _ID, "connector_ids": {"type": "array"}},
+            },
+            scope="bots",
+        ),
+        op(
+            "get",
+            "/v1/bot/get_online_info",
+            "The newest published configuration",
+            "bots",
+            _BOT,
+            query=(("bot_id", "string", True),),
+            scope="bots",
+        ),
+        op(
+            "get",
+            "/v1/bots",
+            "A page of your bots",
+            "bots",
+            query=(
+                ("workspace_id", "string", False),
+                ("publish_status", "string", False),
+                ("connector_id", "string", False),
+                ("page_num", "integer", False),
+                ("page_size", "integer", False),
+            ),
+            scope="bots",
+        ),
+        op(
+            "get",
+            "/v1/bots/{bot_id}",
+            "A bot: published (default) or draft",
+            "bots",
+            _BOT,
+            query=(("is_published", "boolean", False),),
+            scope="bots",
+        ),
+        op(
+            "post",
+            "/v1/bots/{bot_id}/unpublish",
+            "Stop serving a bot on a connector",
+            "bots",
+            body={"type": "object", "properties": {"connector_id": _STR}},
+            scope="bots",
+        ),
+        op(
+            "get",
+            "/v1/space/published_bots_list",
+            "Bots published to the API connector",
+            "bots",
+            query=(
+                ("space_id", "string", True),
+                ("page_index", "integer", False),
+                ("page_size", "integer", False),
+            ),
+            scope="bots",
+        ),
+        op(
+            "post",
+            "/v1/conversation/create",
+            "Create a conversation",
+            "conversations",
+            _CONVERSATION,
+            body={
+                "type": "object",
+                "properties": {"bot_id": _ID, "messages": {"type": "array", "items": _MESSAGE_IN}},
+            },
+            scope="chat",
+        ),
+        op(
+            "get",
+            "/v1/conversation/retrieve",
+            "A conversation",
+            "conversations",
+            _CONVERSATION,
+            query=_CONV_Q,
+            scope="chat",
+        ),
+        op(
+            "get",
+            "/v1/conversations",
+            "Your conversations with a bot",
+            "conversations",
+            query=(
+                ("bot_id", "string", True),
+                ("page_num", "integer", False),
+                ("page_size", "integer", False),
+                ("sort_order", "string", False),
+            ),
+            scope="chat",
+        ),
+        op(
+            "put",
+            "/v1/conversations/{conversation_id}",
+            "Rename a conversation",
+            "conversations",
+            _CONVERSATION,
+            body={"type": "object", "properties": {"name": _STR}},
+            scope="chat",
+        ),
+        op(
+            "delete",
+            "/v1/conversations/{conversation_id}",
+            "Delete a conversation",
+            "conversations",
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v1/conversations/{conversation_id}/clear",
+            "Clear the context: start a new section",
+            "conversations",
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v1/conversation/message/create",
+            "Add a message",
+            "messages",
+            _MESSAGE,
+            query=_CONV_Q,
+            body=_MESSAGE_IN,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v1/conversation/message/list",
+            "Messages, cursor pages both ways (first_id, last_id, has_more)",
+            "messages",
+            _LIST,
+            query=_CONV_Q,
+            body={
+                "type": "object",
+                "properties": {
+                    "order": {"enum": ["asc", "desc"]},
+                    "chat_id": _STR,
+                    "before_id": _STR,
+                    "after_id": _STR,
+                    "limit": {"type": "integer"},
+                },
+            },
+            scope="chat",
+        ),
+        op(
+            "get",
+            "/v1/conversation/message/retrieve",
+            "A message",
+            "messages",
+            _MESSAGE,
+            query=_MSG_Q,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v1/conversation/message/modify",
+            "Edit a message",
+            "messages",
+            _MESSAGE,
+            query=_MSG_Q,
+            body=_MESSAGE_IN,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v1/conversation/message/delete",
+            "Delete a message",
+            "messages",
+            _MESSAGE,
+            query=_MSG_Q,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v3/chat",
+            "Chat with a bot (stream: SSE with Coze's chat events)",
+            "chat",
+            _CHAT,
+            query=(("conversation_id", "string", False),),
+            body=_CHAT_BODY,
+            scope="chat",
+        ),
+        op(
+            "get",
+            "/v3/chat/retrieve",
+            "A chat's status and usage",
+            "chat",
+            _CHAT,
+            query=_CHAT_Q,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v3/chat/retrieve",
+            "A chat's status and usage (cozepy's method)",
+            "chat",
+            _CHAT,
+            query=_CHAT_Q,
+            scope="chat",
+        ),
+        op(
+            "get",
+            "/v3/chat/message/list",
+            "What a chat wrote",
+            "chat",
+            _LIST,
+            query=_CHAT_Q,
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v3/chat/cancel",
+            "Stop a running chat",
+            "chat",
+            _CHAT,
+            body={"type": "object", "properties": {"conversation_id": _ID, "chat_id": _ID}},
+            scope="chat",
+        ),
+        op(
+            "post",
+            "/v3/chat/submit_tool_outputs",
+            "Continue a requires_action chat",
+            "chat",
+            _CHAT,
+            query=_CHAT_Q,
+            body={
+                "type": "object",
+                "properties": {"tool_outputs": {"type": "array"}, "stream": {"type": "boolean"}},
+            },
+            scope="chat",
+        ),
+        op("get", "/coze_lab/api/bots", "Your bots (drafts)", "studio"),
+        op("post", "/coze_lab/api/bots", "Create a bot", "studio", _BOT, body=_BOT_BODY),
+        op("get", "/coze_lab/api/bots/{bot_id}", "A bot's draft", "studio", _BOT),
+        op(
+            "put",
+            "/coze_lab/api/bots/{bot_id}",
+            "Edit a bot's draft",
+            "studio",
+            _BOT,
+            body=_BOT_BODY,
+        ),
+        op("delete", "/coze_lab/api/bots/{bot_id}", "Delete a bot", "studio"),
+        op(
+            "post",
+            "/coze_lab/api/bots/{bot_id}/publish",
+            "Publish a bot",
+            "studio",
+            _BOT,
+            body={"type": "object", "properties": {"connector_ids": {"type": "array"}}},
+        ),
+        op(
+            "post",
+            "/coze_lab/api/bots/{bot_id}/chat",
+            "Chat with the draft on the Playground (SSE, Coze's chat events)",
+            "studio",
+            body={
+                "type": "object",
+                "properties": {
+                    "message": _STR,
+                    "conversation_id": _ID,
+                    "custom_variables": _OBJ,
+                    "stream": {"type": "boolean"},
+                },
+            },
+            stream=True,
+        ),
+        op(
+            "get",
+            "/coze_lab/api/bots/{bot_id}/conversations",
+            "A bot's conversations",
+            "studio",
+            query=(("connector_id", "string", False),),
+        ),
+        op(
+            "get",
+            "/coze_lab/api/conversations/{conversation_id}/messages",
+            "A Playground conversation's messages, oldest first",
+            "studio",
+            query=(("after_id", "string", False), ("limit", "integer", False)),
+        ),
+        op(
+            "post",
+            "/coze_lab/api/conversations/{conversation_id}/clear",
+            "Clear a Playground conversation's context",
+            "studio",
+        ),
+        op(
+            "post",
+            "/coze_lab/api/chats/{chat_id}/cancel",
+            "Stop a Playground chat",
+            "studio",
+            _CHAT,
+        ),
+    )
+
+
+OPERATIONS = OPERATIONS + _chat_ops()
+
+
 def _operation(op: Operation) -> dict[str, Any]:
     envelope = {
         "type": "object",

@@ -127,3 +127,401 @@ def test_publish_stream_events_and_fields(lab: Lab, model_server: ModelServer) -
     sent = model_server.requests[-1]["messages"]
     assert sent[0] == {"role": "system", "content": "You are terse."}
     assert sent[-1]["content"] == "Capital?"
+
+
+def test_create_and_poll_runs_in_the_background(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    model_server.script([TextReply("Done in the background.", delay=0.3)])
+    coze = lab.coze()
+    created = coze.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("Go"))
+    assert created.status == ChatStatus.IN_PROGRESS
+    poll = coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("Hi"))
+    assert poll.chat.status == ChatStatus.COMPLETED
+    answers = [m for m in poll.messages if m.type == MessageType.ANSWER]
+    assert [a.content for a in answers] == ["[demo model] You said: Hi"]
+    # the first chat finished too, without anyone polling it
+    deadline = time.monotonic() + 10
+    while coze.chat.retrieve(
+        conversation_id=created.conversation_id, chat_id=created.id
+    ).status != (ChatStatus.COMPLETED):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    listed = coze.chat.messages.list(conversation_id=created.conversation_id, chat_id=created.id)
+    assert [m.content for m in listed] == ["Done in the background."]
+
+
+def test_conversation_and_message_crud_with_pagination(lab: Lab) -> None:
+    bot_id = make_bot(lab)
+    coze = lab.coze()
+    conv = coze.conversations.create(
+        bot_id=bot_id,
+        messages=[Message.build_user_question_text("first"), Message.build_assistant_answer("a1")],
+        meta_data={"k": "v"},
+    )
+    assert conv.meta_data == {"k": "v"} and conv.connector_id == "1024"
+    assert (
+        coze.conversations.retrieve(conversation_id=conv.id).last_section_id == conv.last_section_id
+    )
+    made = [
+        coze.conversations.messages.create(
+            conversation_id=conv.id, role="user", content=f"m{i}", content_type="text"
+        )
+        for i in range(5)
+    ]
+    assert made[0].type == MessageType.QUESTION
+    everything = [m.content for m in coze.conversations.messages.list(conversation_id=conv.id)]
+    assert everything == ["m4", "m3", "m2", "m1", "m0", "a1", "first"]  # newest first
+    # pages of 2 forwards (cozepy follows last_id) and backwards (before_id)
+    pages = coze.conversations.messages.list(conversation_id=conv.id, limit=2, order="asc")
+    assert [[m.content for m in page.items] for page in pages.iter_pages()] == [
+        ["first", "a1"],
+        ["m0", "m1"],
+        ["m2", "m3"],
+        ["m4"],
+    ]
+    back = lab.post(
+        "/v1/conversation/message/list",
+        params={"conversation_id": conv.id},
+        json={"order": "asc", "before_id": made[3].id, "limit": 2},
+    ).json()
+    assert [m["content"] for m in back["data"]] == ["m1", "m2"] and back["has_more"] is True
+    assert back["first_id"] == made[1].id and back["last_id"] == made[2].id
+    # retrieve, modify, delete
+    got = coze.conversations.messages.retrieve(conversation_id=conv.id, message_id=made[0].id)
+    assert got.content == "m0"
+    changed = coze.conversations.messages.update(
+        conversation_id=conv.id, message_id=made[0].id, content="edited", content_type="text"
+    )
+    assert changed.content == "edited"
+    coze.conversations.messages.delete(conversation_id=conv.id, message_id=made[0].id)
+    with pytest.raises(CozeAPIError) as missing:
+        coze.conversations.messages.retrieve(conversation_id=conv.id, message_id=made[0].id)
+    assert missing.value.code == 4200
+    # rename, list, delete the conversation
+    assert coze.conversations.update(conversation_id=conv.id, name="renamed").name == "renamed"
+    assert [c.id for c in coze.conversations.list(bot_id=bot_id)] == [conv.id]
+    coze.conversations.delete(conversation_id=conv.id)
+    assert list(coze.conversations.list(bot_id=bot_id)) == []
+
+
+def test_clear_context_starts_a_new_section(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    coze = lab.coze()
+    first = coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("remember the word banana")
+    )
+    conv_id = first.chat.conversation_id
+    coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u", conversation_id=conv_id, additional_messages=ask("and?")
+    )
+    seen = json.dumps(model_server.requests[-1]["messages"])
+    assert "banana" in seen  # history of the section goes to the model
+    section = coze.conversations.clear(conversation_id=conv_id)
+    assert section.conversation_id == conv_id
+    coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u", conversation_id=conv_id, additional_messages=ask("what word?")
+    )
+    after = model_server.requests[-1]["messages"]
+    assert "banana" not in json.dumps(after)
+    assert [m["role"] for m in after] == ["system", "user"]
+    # nothing was deleted
+    contents = [m.content for m in coze.conversations.messages.list(conversation_id=conv_id)]
+    assert "remember the word banana" in contents
+
+
+def test_cancel_mid_stream_stops_the_model_stream(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    model_server.chunk_delay = 0.05
+    model_server.script([TextReply(" ".join(f"word{i}" for i in range(200)))])
+    coze = lab.coze()
+    stream = coze.chat.stream(bot_id=bot_id, user_id="u", additional_messages=ask("long"))
+    chat = None
+    names = []
+    for event in stream:
+        names.append(event.event)
+        if event.event == ChatEventType.CONVERSATION_CHAT_CREATED:
+            chat = event.chat
+        if event.event == ChatEventType.CONVERSATION_MESSAGE_DELTA and chat is not None:
+            canceled = coze.chat.cancel(conversation_id=chat.conversation_id, chat_id=chat.id)
+            assert canceled.status == ChatStatus.CANCELED
+            chat = None
+    assert names[-1] != ChatEventType.CONVERSATION_CHAT_COMPLETED
+    assert model_server.wait_for("disconnects", 1, timeout=10)
+    assert model_server.completed == 0
+    retrieved = coze.chat.retrieve(conversation_id=events_conv(coze, bot_id), chat_id=canceled.id)
+    assert retrieved.status == ChatStatus.CANCELED
+    with pytest.raises(CozeAPIError) as again:
+        coze.chat.cancel(conversation_id=canceled.conversation_id, chat_id=canceled.id)
+    assert again.value.code == 4104
+
+
+def events_conv(coze: Coze, bot_id: str) -> str:
+    return next(iter(coze.conversations.list(bot_id=bot_id))).id
+
+
+def test_requires_action_and_submit_tool_outputs(lab: Lab, model_server: ModelServer) -> None:
+    weather = {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    created = lab.post(
+        "/v1/bot/create",
+        json={"name": "Weather", "space_id": lab.workspaces["alice"], "functions": [weather]},
+    ).json()
+    bot_id = created["data"]["bot_id"]
+    publish(lab, bot_id)
+    model_server.script(
+        [
+            ToolCallsReply([ScriptedToolCall("get_weather", {"city": "Paris"}, id="call_w")]),
+            TextReply("It is sunny in Paris."),
+        ]
+    )
+    coze = lab.coze()
+    events = list(coze.chat.stream(bot_id=bot_id, user_id="u", additional_messages=ask("Paris?")))
+    assert events[-1].event == ChatEventType.CONVERSATION_CHAT_REQUIRES_ACTION
+    chat = events[-1].chat
+    call = chat.required_action.submit_tool_outputs.tool_calls[0]
+    assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
+        "call_w",
+        "get_weather",
+        {"city": "Paris"},
+    )
+    function_calls = [m for m in events if m.message and m.message.type == "function_call"]
+    assert json.loads(function_calls[0].message.content)["name"] == "get_weather"
+    with pytest.raises(CozeAPIError) as wrong:
+        coze.chat.submit_tool_outputs(
+            conversation_id=chat.conversation_id,
+            chat_id=chat.id,
+            tool_outputs=[ToolOutput(tool_call_id="nope", output="x")],
+            stream=False,
+        )
+    assert wrong.value.code == 4000
+    resumed = list(
+        coze.chat.submit_tool_outputs(
+            conversation_id=chat.conversation_id,
+            chat_id=chat.id,
+            tool_outputs=[ToolOutput(tool_call_id="call_w", output="sunny, 24C")],
+            stream=True,
+        )
+    )
+    assert resumed[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+    assert resumed[-2].message.content == "It is sunny in Paris."
+    sent = model_server.requests[-1]["messages"]
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_w", "content": "sunny, 24C"}
+    assert sent[-2]["tool_calls"][0]["id"] == "call_w"
+    with pytest.raises(CozeAPIError) as twice:
+        coze.chat.submit_tool_outputs(
+            conversation_id=chat.conversation_id,
+            chat_id=chat.id,
+            tool_outputs=[ToolOutput(tool_call_id="call_w", output="again")],
+            stream=False,
+        )
+    assert twice.value.code == 4300
+
+
+def test_workflow_used_as_a_tool(lab: Lab, model_server: ModelServer) -> None:
+    import coze_lab as cl
+
+    wf = cl.Workflow("trip_days", description="How many days a trip to a city takes")
+    wf.inputs(city=str)
+    wf.text("plan", template="{{start.city}}: 3 days")
+    wf.end(plan="{{plan.output}}")
+    saved = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True})
+    assert saved.status_code == 201, saved.text
+    workflow_id = saved.json()["data"]["id"]
+    bot_id = make_bot(lab, workflow_id_list=WorkflowIDList(ids=[{"id": workflow_id}]))
+    publish(lab, bot_id)
+    model_server.script(
+        [
+            ToolCallsReply([ScriptedToolCall("trip_days", {"city": "Rome"}, id="call_t")]),
+            TextReply("Plan three days for Rome."),
+        ]
+    )
+    poll = lab.coze().chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("Rome trip?")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED, poll.chat.last_error
+    kinds = [m.type for m in poll.messages]
+    assert kinds == ["function_call", "tool_response", "answer"]
+    assert json.loads(poll.messages[1].content) == {"plan": "Rome: 3 days"}
+    assert poll.messages[1].meta_data["execute_id"]
+    offered = model_server.requests[0]["tools"][0]["function"]
+    assert offered["name"] == "trip_days"
+    assert offered["parameters"]["required"] == ["city"]
+
+
+def test_draft_on_playground_published_on_api(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab, prompt="v1 prompt")
+    coze = lab.coze()
+    with pytest.raises(CozeAPIError) as unpublished:
+        coze.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
+    assert unpublished.value.code == 4200 and "publish" in unpublished.value.msg
+    publish(lab, bot_id)
+    coze.bots.update(bot_id=bot_id, prompt_info=BotPromptInfo(prompt="v2 draft prompt"))
+    coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
+    assert model_server.requests[-1]["messages"][0]["content"] == "v1 prompt"
+    studio = lab.post(f"/coze_lab/api/bots/{bot_id}/chat", json={"message": "hi"})
+    assert studio.status_code == 200 and "conversation.chat.completed" in studio.text
+    assert model_server.requests[-1]["messages"][0]["content"] == "v2 draft prompt"
+    assert coze.bots.retrieve(bot_id=bot_id, use_api_version=2).prompt_info.prompt == "v1 prompt"
+    online = lab.get("/v1/bot/get_online_info", params={"bot_id": bot_id}).json()["data"]
+    assert online["version"] == "1"
+    draft = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "false"}).json()["data"]
+    assert draft["prompt_info"]["prompt"] == "v2 draft prompt"
+    listed = lab.get("/v1/bots", params={"workspace_id": lab.workspaces["alice"]}).json()
+    assert [b["id"] for b in listed["data"]["items"]] == [bot_id]
+    assert listed["data"]["items"][0]["is_published"] is True
+
+
+def test_connectors_and_users_are_isolated(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    api, web, bob = lab.coze("alice"), lab.coze("alice_web"), lab.coze("bob")
+    on_api = api.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("api"))
+    conv_id, chat_id = on_api.chat.conversation_id, on_api.chat.id
+    on_web = web.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("web"))
+    assert on_web.chat.status == ChatStatus.COMPLETED
+    assert [c.id for c in web.conversations.list(bot_id=bot_id)] == [on_web.chat.conversation_id]
+    assert [c.id for c in api.conversations.list(bot_id=bot_id)] == [conv_id]
+    for who in (web, bob):
+        for call in (
+            lambda c: c.conversations.retrieve(conversation_id=conv_id),
+            lambda c: list(c.conversations.messages.list(conversation_id=conv_id)),
+            lambda c: c.chat.retrieve(conversation_id=conv_id, chat_id=chat_id),
+            lambda c: c.chat.messages.list(conversation_id=conv_id, chat_id=chat_id),
+            lambda c: c.conversations.clear(conversation_id=conv_id),
+            lambda c: c.chat.create(
+                bot_id=bot_id, user_id="u", conversation_id=conv_id, additional_messages=ask("x")
+            ),
+        ):
+            with pytest.raises(CozeAPIError) as denied:
+                call(who)
+            assert denied.value.code == 4200
+    for call in (
+        lambda: bob.bots.retrieve(bot_id=bot_id, use_api_version=2),
+        lambda: bob.bots.update(bot_id=bot_id, name="mine"),
+        lambda: bob.bots.publish(bot_id=bot_id),
+        lambda: bob.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("x")),
+    ):
+        with pytest.raises(CozeAPIError) as denied:
+            call()
+        assert denied.value.code == 4200
+    assert lab.get("/v1/bots", "bob").json()["data"]["items"] == []
+
+
+def test_bad_input_gets_clear_errors(lab: Lab) -> None:
+    bot_id = make_bot(lab)
+    cases = [
+        ("/v3/chat", {"content": b"{not json"}),
+        ("/v3/chat", {"json": {"bot_id": True}}),
+        ("/v3/chat", {"json": {"bot_id": bot_id, "additional_messages": "hi"}}),
+        (
+            "/v3/chat",
+            {
+                "json": {
+                    "bot_id": bot_id,
+                    "additional_messages": [{"role": "system", "content": "x"}],
+                }
+            },
+        ),
+        ("/v3/chat", {"json": {"bot_id": bot_id, "custom_variables": {"a": 1}}}),
+        ("/v1/bot/create", {"json": {"name": ""}}),
+        ("/v1/bot/create", {"json": {"name": "x", "model_info_config": {"temperature": 9}}}),
+        ("/v1/bot/publish", {"json": {"bot_id": bot_id, "connector_ids": ["42"]}}),
+        (
+            "/v1/conversation/create",
+            {
+                "json": {
+                    "messages": [{"role": "user", "content": "x", "content_type": "object_string"}]
+                }
+            },
+        ),
+    ]
+    for path, kwargs in cases:
+        response = lab.post(path, **kwargs)
+        assert response.status_code == 400, (path, kwargs, response.text)
+        assert response.json()["code"] == 4000 and response.json()["msg"]
+    unknown = lab.post("/v3/chat", json={"bot_id": "7999999999999999999"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == 4200
+    assert lab.get("/v1/conversations", params={"bot_id": bot_id}).json()["data"] == {
+        "conversations": [],
+        "has_more": False,
+    }
+
+
+def test_no_model_configured_fails_the_chat_clearly(
+    tmp_path: Path, db_url: str, model_server: ModelServer
+) -> None:
+    data_dir = tmp_path / "bare"
+    runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    runtime.start()
+    user = runtime.identity.ensure_user("carol")
+    token = runtime.tokens.create(user.id, "t")[1]
+    runtime.db.dispose()
+    env = {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "COZE_LAB_DEFAULT_MODEL": ""}
+    process = ServerProcess(data_dir, db_url, env=env).start()
+    try:
+        coze = Coze(auth=TokenAuth(token), base_url=process.url)
+        bot = coze.bots.create(space_id=str(user.workspace_id), name="B")
+        coze.bots.publish(bot_id=bot.bot_id)
+        with pytest.raises(CozeAPIError) as refused:
+            coze.chat.create(bot_id=bot.bot_id, user_id="u", additional_messages=ask("x"))
+        assert refused.value.code == 4050 and "no model is configured" in refused.value.msg
+        assert "OPENAI_API_KEY" in refused.value.msg
+        # refused before anything was written
+        assert list(coze.conversations.list(bot_id=bot.bot_id)) == []
+    finally:
+        process.stop()
+
+
+def test_a_client_that_disconnects_loses_nothing(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    model_server.chunk_delay = 0.02
+    model_server.script([TextReply(" ".join(f"w{i}" for i in range(40)))])
+    headers = {"Authorization": f"Bearer {lab.tokens['alice']}"}
+    body = {
+        "bot_id": bot_id,
+        "user_id": "u",
+        "stream": True,
+        "additional_messages": [{"role": "user", "content": "go", "content_type": "text"}],
+    }
+    chat = None
+    with httpx.stream("POST", lab.server.url + "/v3/chat", json=body, headers=headers) as response:
+        assert response.headers["x-accel-buffering"] == "no"
+        for line in response.iter_lines():
+            if line.startswith("data:") and chat is None:
+                chat = json.loads(line[5:])
+                break
+    coze = lab.coze()
+    deadline = time.monotonic() + 15
+    while coze.chat.retrieve(
+        conversation_id=chat["conversation_id"], chat_id=chat["id"]
+    ).status != (ChatStatus.COMPLETED):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    answer = coze.chat.messages.list(conversation_id=chat["conversation_id"], chat_id=chat["id"])
+    assert answer[0].content.endswith("w39")
+
+
+def test_concurrent_streams_all_complete(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    results: list[str] = []
+
+    def one(i: int) -> None:
+        events = list(
+            lab.coze().chat.stream(bot_id=bot_id, user_id=f"u{i}", additional_messages=ask(f"q{i}"))
+        )
+        results.append(events[-2].message.content)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == sorted(f"[demo model] You said: q{i}" for i in range(20))
