@@ -80,7 +80,8 @@ class CozeLab(Configurable):
     ).tag(config=True)
     plugin_timeout_s = Float(30.0, help="Seconds a plugin tool call may take.").tag(config=True)
     plugin_retries = Int(
-        2, help="Retries of a plugin call after a connect error, or a 5xx/429 of an idempotent call."
+        2,
+        help="Retries of a plugin call after a connect error, or a 5xx/429 of an idempotent call.",
     ).tag(config=True)
     plugin_max_output_chars = Int(
         20_000, help="Longest plugin response text handed to a model (truncated beyond)."

@@ -54,6 +54,9 @@ class Runtime:
         self._sandbox: Any = None
         self._engine: Any = None
         self._completer: Any = None
+        self._plugins: Any = None
+        #: where users reach this server (OAuth callbacks); the front door may set it on start
+        self.public_url = config.public_url
 
     def start(self) -> None:
         """Prepare the database (migrations unless disabled)."""
@@ -86,6 +89,34 @@ class Runtime:
         return self._completer
 
     @property
+    def plugins(self) -> Any:
+        """The plugin service (credentials encrypted with the configured or generated key)."""
+        if self._plugins is None:
+            from coze_lab.core.plugins import PluginService, PluginSettings
+            from coze_lab.core.secrets import SecretBox
+            from coze_lab.core.workflows.nodes.plugin import resume_authorized
+
+            async def authorized(user_id: int, plugin_id: int) -> None:
+                await resume_authorized(self.engine, user_id, plugin_id)
+
+            self._plugins = PluginService(
+                self.db,
+                secrets=SecretBox.from_config(
+                    self.config.secret_key, self.config.data_path / "secret.key"
+                ),
+                policy=OutboundPolicy.from_strings(self.config.outbound_allow),
+                clock=self.clock,
+                settings=PluginSettings(
+                    timeout_s=self.config.plugin_timeout_s,
+                    retries=self.config.plugin_retries,
+                    max_output_chars=self.config.plugin_max_output_chars,
+                ),
+                public_url=lambda: self.public_url,
+                on_authorized=authorized,
+            )
+        return self._plugins
+
+    @property
     def engine(self) -> Any:
         """The workflow engine of this runtime's event loop (created on first use)."""
         if self._engine is None:
@@ -96,6 +127,7 @@ class Runtime:
                 code_runner=lambda: self.sandbox,
                 completer=self.completer,
                 http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
+                plugins=lambda: self.plugins,
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,

@@ -706,6 +706,7 @@ class PluginService:
         summary = {**request.summary(), "arguments": args}
         try:
             await self._sign(request, user_id, loaded)
+            summary = {**request.summary(), "arguments": args}
             response, attempts = await self._send(request)
             if response.status_code == 401 and self._refreshable(loaded):
                 await self._sign(request, user_id, loaded, force=True)

@@ -270,6 +270,16 @@ class Workflow:
     def message(self, node_id: str, *, content: str, **kwargs: Any) -> str:
         return self.node("message", node_id, content=content, **kwargs)
 
+    def plugin(self, node_id: str, *, plugin: Any, tool: str, **kwargs: Any) -> str:
+        """Call a plugin tool; ``inputs=`` are its arguments, ``plugin`` a Plugin or its id.
+
+        Example:
+            >>> wf.plugin("weather", plugin=weather, tool="get_weather",
+            ...           inputs={"city": "{{start.city}}"})   # doctest: +SKIP
+        """
+        plugin_id = getattr(plugin, "id", plugin)
+        return self.node("plugin", node_id, plugin_id=str(plugin_id), tool=tool, **kwargs)
+
     def subworkflow(
         self, node_id: str, *, workflow: Workflow | dict[str, Any], **kwargs: Any
     ) -> str:

@@ -171,6 +171,23 @@ class _Context:
         """An outbound call under the engine's SSRF policy."""
         return await guarded_request(self._engine.http_policy, method, url, **request)
 
+    async def call_plugin(self, plugin_id: int, tool: str, arguments: dict[str, Any]) -> Any:
+        """A plugin tool called as the run's owner: the online version for a published run,
+        else the draft (``scene``/``version`` in the node's config decide when set)."""
+        if self._engine.plugins is None:
+            raise Unavailable("plugins are not configured in this engine")
+        config = self._node.config
+        scene = config.get("scene") or ("online" if self._run.version is not None else "draft")
+        return await self._engine.plugins().call_tool_by_name(
+            self._run.owner_id,
+            plugin_id,
+            tool,
+            arguments,
+            scene=scene,
+            version=config.get("version"),
+            trace={"run_id": str(self._run.id), "node_id": self._node.id},
+        )
+
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
@@ -201,6 +218,7 @@ class Engine:
         code_runner: Callable[[], Runner],
         completer: Completer | None = None,
         http_policy: OutboundPolicy | None = None,
+        plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
     ) -> None:
@@ -208,6 +226,7 @@ class Engine:
         self.code_runner = code_runner
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
+        self.plugins = plugins
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"

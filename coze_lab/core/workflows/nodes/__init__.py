@@ -23,6 +23,7 @@ from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.intent import IntentNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
+from coze_lab.core.workflows.nodes.plugin import PluginNode
 
 NODE_TYPES: dict[str, NodeKind] = {
     kind.type: kind
@@ -44,6 +45,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         HttpNode(),
         IntentNode(),
         AssignNode(),
+        PluginNode(),
     )
 }
 

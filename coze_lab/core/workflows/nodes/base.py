@@ -59,6 +59,8 @@ class NodeContext(Protocol):
 
     async def http(self, method: str, url: str, **request: Any) -> Any: ...
 
+    async def call_plugin(self, plugin_id: int, tool: str, arguments: dict[str, Any]) -> Any: ...
+
 
 @dataclass(frozen=True)
 class ChildOutcome:
