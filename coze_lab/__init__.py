@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab._version import __version__
+from coze_lab.bot import Bot, ChatReply
 from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
 
-__all__ = ["Workflow", "WorkflowDefinitionError", "__version__"]
+__all__ = ["Bot", "ChatReply", "Workflow", "WorkflowDefinitionError", "__version__"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+
+from coze_lab.core.bots import BotConfig
+from coze_lab.core.errors import InvalidParameter
+
+
+def test_a_create_body_round_trips_through_storage() -> None:
+    config = BotConfig.from_body(
+        {
+            "prompt_info": {"prompt": "Hi {{name}}"},
+            "model_info_config": {"model_id": "m", "temperature": 0.5, "context_round": 3},
+            "workflow_id_list": {"ids": [{"id": "7001"}, {"id": "7001"}]},
+            "plugin_id_list": {"id_list": [{"plugin_id": "7002", "api_id": "7003"}]},
+            "onboarding_info": {"prologue": "Hello", "suggested_questions": ["Why?"]},
+            "variables": [{"keyword": "name", "default_value": "you"}],
+            "functions": [{"name": "lookup", "parameters": {"type": "object"}}],
+        }
+    )
+    assert config.workflow_ids == (7001,)  # duplicates collapse
+    assert config.history_rounds == 3 and config.model_params == {"temperature": 0.5}
+    assert config.variable_defaults() == {"name": "you"}
+    assert BotConfig.from_dict(config.to_dict()) == config
+
+
+def test_update_changes_only_the_fields_it_names() -> None:
+    config = BotConfig.from_body({"prompt_info": {"prompt": "a"}, "variables": [{"keyword": "x"}]})
+    updated = config.updated({"model_info_config": {"model_id": "other"}})
+    assert (updated.prompt, updated.model_id, updated.variables) == (
+        "a",
+        "other",
+        config.variables,
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"prompt_info": "text"},
+        {"prompt_info": {"prompt": 3}},
+        {"model_info_config": {"temperature": 5}},
+        {"model_info_config": {"max_tokens": True}},
+        {"model_info_config": {"context_round": -1}},
+        {"workflow_id_list": {"ids": [{"id": "abc"}]}},
+        {"plugin_id_list": {"id_list": [{"plugin_id": "1"}]}},
+        {"variables": [{"keyword": "sys_user_id"}]},
+        {"variables": [{"keyword": "a"}, {"keyword": "a"}]},
+        {"variables": [{"keyword": "1x"}]},
+        {"functions": [{"name": "bad name"}]},
+        {"functions": [{"name": "f", "parameters": {"type": "string"}}]},
+        {"onboarding_info": {"suggested_questions": [1]}},
+    ],
+)
+def test_bad_bodies_name_the_field(body: dict) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        BotConfig.from_body(body)
+    assert next(iter(body)).split("_")[0] in caught.value.msg
