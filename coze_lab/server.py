@@ -37,6 +37,7 @@ async def serve(config: CozeLab, *, host: str = "127.0.0.1", port: int = 8765) -
     sockets = _bind(host, port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
+    runtime.public_url = runtime.public_url or f"http://{host}:{bound}/"
     log.info(
         "coze_lab %s serving on http://%s:%s (%s)", __version__, host, bound, runtime.db.dialect
     )

@@ -22,7 +22,9 @@ def ok(data: Any = None, **extra: Any) -> dict[str, Any]:
 def error_body(status: int, exc: BaseException | None, reason: str) -> dict[str, Any]:
     """The ``{code, msg}`` body for an error response."""
     if isinstance(exc, CozeLabError):
-        return {"code": exc.code, "msg": exc.msg}
+        detail = getattr(exc, "detail", None)  # e.g. every located problem of an import
+        body: dict[str, Any] = {"code": exc.code, "msg": exc.msg}
+        return body if detail is None else {**body, "detail": detail}
     if status >= 500:
         return {"code": 5000, "msg": "internal server error"}
     return {"code": _CODE_BY_STATUS.get(status, 4000), "msg": reason}

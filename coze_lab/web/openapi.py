@@ -689,6 +689,153 @@ def _chat_ops() -> tuple[Operation, ...]:
 
 OPERATIONS = OPERATIONS + _chat_ops()
 
+_PLUGIN_TOOL = {
+    "type": "object",
+    "properties": {
+        "id": _ID,
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "method": {"type": "string"},
+        "path": {"type": "string"},
+        "parameters": {"type": "object", "description": "JSON schema of the arguments"},
+    },
+}
+_PLUGIN = {
+    "type": "object",
+    "properties": {
+        "id": _ID,
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "manifest": {"type": "object", "description": "without secrets"},
+        "server_url": {"type": "string"},
+        "online_version": {"type": ["integer", "null"]},
+        "auth": {"type": "object", "description": "auth type and whether it is set up"},
+        "tools": {"type": "array", "items": _PLUGIN_TOOL},
+        "openapi": {"type": ["object", "null"]},
+        "warnings": {"type": "array", "items": {"type": "object"}},
+    },
+}
+_PLUGIN_SOURCE = {
+    "type": "object",
+    "description": "`openapi` (JSON/YAML text or object) or `url`; invalid input answers 400 "
+    "with every problem and its JSON pointer in `detail.problems`",
+    "properties": {
+        "openapi": {"type": ["string", "object"]},
+        "url": {"type": "string"},
+        "manifest": {"type": "object"},
+        "server_url": {"type": "string"},
+        "credentials": {"type": "object"},
+    },
+}
+_TOOL_RESULT = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "output": {"type": "string"},
+        "status_code": {"type": ["integer", "null"]},
+        "latency_ms": {"type": "number"},
+        "error": {"type": ["string", "null"]},
+        "authorization_url": {"type": ["string", "null"]},
+        "data": {},
+        "call_id": {"type": ["string", "null"]},
+        "request": {"type": ["object", "null"], "description": "summary without secrets"},
+    },
+}
+_PLUGIN_OPS = (
+    Operation(
+        "get",
+        "/coze_lab/api/plugins",
+        "Your plugins",
+        "plugins",
+        {"type": "object", "properties": {"plugins": {"type": "array", "items": _PLUGIN}}},
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/plugins",
+        "Import a plugin from an OpenAPI 3.0/3.1 document and a manifest",
+        "plugins",
+        _PLUGIN,
+        body=_PLUGIN_SOURCE,
+    ),
+    Operation(
+        "get",
+        "/coze_lab/api/plugins/{plugin_id}",
+        "A plugin: draft, or the online version with scene=online",
+        "plugins",
+        _PLUGIN,
+        query=(("scene", "string", False),),
+    ),
+    Operation(
+        "put",
+        "/coze_lab/api/plugins/{plugin_id}",
+        "Replace the draft's document and/or manifest",
+        "plugins",
+        _PLUGIN,
+        body=_PLUGIN_SOURCE,
+    ),
+    Operation("delete", "/coze_lab/api/plugins/{plugin_id}", "Delete a plugin", "plugins"),
+    Operation(
+        "post",
+        "/coze_lab/api/plugins/{plugin_id}/publish",
+        "Copy the draft to the next online version (atomically)",
+        "plugins",
+    ),
+    Operation(
+        "put",
+        "/coze_lab/api/plugins/{plugin_id}/credentials",
+        "Store your credentials (encrypted; never returned)",
+        "plugins",
+        body={
+            "type": "object",
+            "required": ["credentials"],
+            "properties": {"credentials": {"type": "object"}},
+        },
+    ),
+    Operation(
+        "delete",
+        "/coze_lab/api/plugins/{plugin_id}/credentials",
+        "Forget your credentials and OAuth authorization",
+        "plugins",
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/plugins/{plugin_id}/oauth/authorize",
+        "A fresh OAuth authorization URL (state + PKCE)",
+        "plugins",
+        body={"type": "object", "properties": {"scene": {"enum": ["draft", "online"]}}},
+    ),
+    Operation(
+        "get",
+        "/coze_lab/api/plugins/{plugin_id}/calls",
+        "Recorded tool calls, newest first (no secrets)",
+        "plugins",
+        query=(("limit", "integer", False),),
+    ),
+    Operation(
+        "post",
+        "/coze_lab/api/plugins/{plugin_id}/tools/{tool_id}/debug",
+        "Call a tool from the studio",
+        "plugins",
+        _TOOL_RESULT,
+        body={
+            "type": "object",
+            "properties": {
+                "arguments": {"type": "object"},
+                "scene": {"enum": ["draft", "online"]},
+            },
+        },
+    ),
+    Operation(
+        "get",
+        "/coze_lab/api/plugins/oauth/callback",
+        "Where OAuth providers send users back (checks the state)",
+        "plugins",
+        query=(("state", "string", True), ("code", "string", False), ("error", "string", False)),
+        public=True,
+    ),
+)
+OPERATIONS = (*OPERATIONS, *_PLUGIN_OPS)
+
 
 def _operation(op: Operation) -> dict[str, Any]:
     envelope = {

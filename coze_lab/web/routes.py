@@ -46,6 +46,16 @@ from coze_lab.web.handlers.conversations import (
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
 from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
+from coze_lab.web.handlers.plugins import (
+    OAuthCallbackHandler,
+    PluginAuthorizeHandler,
+    PluginCallsHandler,
+    PluginCredentialsHandler,
+    PluginItemHandler,
+    PluginPublishHandler,
+    PluginsHandler,
+    PluginToolDebugHandler,
+)
 from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
 from coze_lab.web.handlers.studio_workflows import (
     InterruptResumeHandler,
@@ -128,9 +138,17 @@ STUDIO: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/api/conversations/([^/]+)/messages", StudioConversationMessagesHandler),
     (r"/coze_lab/api/conversations/([^/]+)/clear", StudioConversationClearHandler),
     (r"/coze_lab/api/chats/([^/]+)/cancel", StudioChatCancelHandler),
+    (r"/coze_lab/api/plugins", PluginsHandler),
+    (r"/coze_lab/api/plugins/([^/]+)", PluginItemHandler),
+    (r"/coze_lab/api/plugins/([^/]+)/publish", PluginPublishHandler),
+    (r"/coze_lab/api/plugins/([^/]+)/credentials", PluginCredentialsHandler),
+    (r"/coze_lab/api/plugins/([^/]+)/oauth/authorize", PluginAuthorizeHandler),
+    (r"/coze_lab/api/plugins/([^/]+)/calls", PluginCallsHandler),
+    (r"/coze_lab/api/plugins/([^/]+)/tools/([^/]+)/debug", PluginToolDebugHandler),
 ]
 PUBLIC: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/openapi.json", OpenApiDocHandler),
+    (r"/coze_lab/api/plugins/oauth/callback", OAuthCallbackHandler),
 ]
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 

@@ -757,6 +757,17 @@ class PluginService:
             user_id, tool_id, arguments, scene=scene, version=version, trace=trace
         )
 
+    async def debug_call(
+        self, owner_id: int, plugin_id: int, tool_id: int, arguments: Any, *, scene: str = "draft"
+    ) -> ToolResult:
+        """A call from the studio (the plugin editor's "debug"): ``tool_id`` must belong to
+        ``plugin_id``; recorded like every call."""
+        if self._plugin_of(owner_id, tool_id) != plugin_id:
+            raise NotFound(f"plugin {plugin_id} has no tool {tool_id}")
+        return await self.call_tool(
+            owner_id, tool_id, arguments, scene=scene, trace={"source": "debug"}
+        )
+
     def _refreshable(self, loaded: _Loaded) -> bool:
         return loaded.manifest.auth.type == "oauth"
 

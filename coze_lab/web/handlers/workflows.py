@@ -13,7 +13,7 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.sse import send_event, start_stream
 
 #: Coze's numeric interrupt types (what cozepy echoes back as interrupt_type)
-INTERRUPT_TYPES = {"question": 2, "input": 5}
+INTERRUPT_TYPES = {"question": 2, "input": 5, "authorization": 7}
 
 
 def coze_events(event: str, data: dict[str, Any], seq: int) -> list[tuple[str, dict[str, Any]]]:

@@ -1,0 +1,208 @@
+"""Studio API for plugins: import, drafts, publish, credentials, OAuth, debug calls."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict
+from typing import Any
+
+from coze_lab.core.clock import to_unix
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.ids import parse_id
+from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.web.base import CozeHandler
+from coze_lab.web.params import int_value
+
+
+class _PluginHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.plugins"
+
+    def studio_user(self) -> Any:
+        user = super().studio_user()
+        if not self.runtime.public_url:  # learn where users reach us, for OAuth callbacks
+            base = self.settings.get("base_url", "/")
+            self.runtime.public_url = f"{self.request.protocol}://{self.request.host}{base}"
+        return user
+
+    def _source(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The document, manifest and server URL fields of an import or update body."""
+        openapi, url = body.get("openapi"), body.get("url")
+        if openapi is not None and not isinstance(openapi, (str, dict)):
+            raise InvalidParameter("openapi must be the document's text or object")
+        if url is not None and not isinstance(url, str):
+            raise InvalidParameter("url must be a string")
+        if body.get("manifest") is not None and not isinstance(body["manifest"], dict):
+            raise InvalidParameter("manifest must be an object")
+        if body.get("server_url") is not None and not isinstance(body["server_url"], str):
+            raise InvalidParameter("server_url must be a string")
+        return {
+            "openapi": openapi,
+            "url": url,
+            "manifest": body.get("manifest"),
+            "server_url": body.get("server_url"),
+        }
+
+
+class PluginsHandler(_PluginHandler):
+    """GET: your plugins. POST: import one (``openapi`` text/object or ``url``, ``manifest``)."""
+
+    def get(self) -> None:
+        user = self.studio_user()
+        self.reply({"plugins": [plugin(p) for p in self.runtime.plugins.list(user.id)]})
+
+    async def post(self) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        credentials = body.get("credentials")
+        if credentials is not None and not isinstance(credentials, dict):
+            raise InvalidParameter("credentials must be an object")
+        info = await self.runtime.plugins.import_plugin(
+            user.id, credentials=credentials, **self._source(body)
+        )
+        self.reply(plugin(info, full=True), status=201)
+
+
+class PluginItemHandler(_PluginHandler):
+    def get(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        scene = self.get_query_argument("scene", "draft")
+        info = self.runtime.plugins.get(user.id, parse_id(plugin_id, "plugin_id"), scene=scene)
+        self.reply(plugin(info, full=True))
+
+    async def put(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        info = await self.runtime.plugins.update_draft(
+            user.id, parse_id(plugin_id, "plugin_id"), **self._source(body)
+        )
+        self.reply(plugin(info, full=True))
+
+    def delete(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        self.runtime.plugins.delete(user.id, parse_id(plugin_id, "plugin_id"))
+        self.reply(None)
+
+
+class PluginPublishHandler(_PluginHandler):
+    def post(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        number = self.runtime.plugins.publish(user.id, parse_id(plugin_id, "plugin_id"))
+        self.reply({"version": number})
+
+
+class PluginCredentialsHandler(_PluginHandler):
+    """PUT ``{"credentials": {"api_key": ...}}`` stores them encrypted; nothing reads them."""
+
+    def put(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        values = self.json_body().get("credentials")
+        if not isinstance(values, dict):
+            raise InvalidParameter("credentials must be an object of name → text")
+        names = self.runtime.plugins.set_credentials(
+            user.id, parse_id(plugin_id, "plugin_id"), values
+        )
+        self.reply({"configured": names})
+
+    def delete(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        self.runtime.plugins.clear_credentials(user.id, parse_id(plugin_id, "plugin_id"))
+        self.reply(None)
+
+
+class PluginAuthorizeHandler(_PluginHandler):
+    """A fresh OAuth authorization URL for the current user to open."""
+
+    def post(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        scene = body.get("scene", "draft")
+        url = self.runtime.plugins.authorization_url(
+            user.id, parse_id(plugin_id, "plugin_id"), scene=scene
+        )
+        self.reply({"authorization_url": url})
+
+
+class PluginCallsHandler(_PluginHandler):
+    def get(self, plugin_id: str) -> None:
+        user = self.studio_user()
+        limit = int_value(
+            self.get_query_argument("limit", None), "limit", default=20, low=1, high=100
+        )
+        calls = self.runtime.plugins.calls(user.id, parse_id(plugin_id, "plugin_id"), limit=limit)
+        self.reply({"calls": [call(c) for c in calls]})
+
+
+class PluginToolDebugHandler(_PluginHandler):
+    """Call a tool from the studio: ``{"arguments": {...}, "scene": "draft"}``."""
+
+    async def post(self, plugin_id: str, tool_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        result = await self.runtime.plugins.debug_call(
+            user.id,
+            parse_id(plugin_id, "plugin_id"),
+            parse_id(tool_id, "tool_id"),
+            body.get("arguments") or {},
+            scene=body.get("scene", "draft"),
+        )
+        self.reply(tool_result(result))
+
+
+class OAuthCallbackHandler(_PluginHandler):
+    """Where the OAuth provider sends the user back; the state proves who started it."""
+
+    async def get(self) -> None:
+        info = await self.runtime.plugins.complete_authorization(
+            self.get_query_argument("state", None),
+            self.get_query_argument("code", None),
+            error=self.get_query_argument("error", None),
+        )
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(
+            "<!doctype html><meta charset='utf-8'><title>Authorized</title>"
+            f"<p>{html.escape(info.name)} is authorized. You can close this window.</p>"
+        )
+
+
+def plugin(info: PluginInfo, *, full: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "manifest": info.manifest,
+        "server_url": info.server_url,
+        "online_version": info.online_version,
+        "auth": info.auth,
+        "tools": [
+            {
+                "id": str(t.id),
+                "name": t.name,
+                "description": t.description,
+                "method": t.method,
+                "path": t.path,
+                "parameters": t.parameters,
+            }
+            for t in info.tools
+        ],
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+    }
+    if full:
+        out.update(openapi=info.openapi, version=info.version, warnings=info.warnings)
+    return out
+
+
+def tool_result(result: ToolResult) -> dict[str, Any]:
+    out = asdict(result)
+    out["call_id"] = None if result.call_id is None else str(result.call_id)
+    return out
+
+
+def call(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **row,
+        "id": str(row["id"]),
+        "tool_id": str(row["tool_id"]),
+        "created_at": to_unix(row["created_at"]),
+    }
