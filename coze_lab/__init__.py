@@ -11,8 +11,9 @@ from typing import Any
 from coze_lab._version import __version__
 from coze_lab.bot import Bot, ChatReply
 from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
+from coze_lab.discovery import connect
 
-__all__ = ["Bot", "ChatReply", "Workflow", "WorkflowDefinitionError", "__version__"]
+__all__ = ["Bot", "ChatReply", "Workflow", "WorkflowDefinitionError", "__version__", "connect"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

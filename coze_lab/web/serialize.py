@@ -158,6 +158,7 @@ def run(info: RunInfo) -> dict[str, Any]:
         "finished_at": to_unix(info.finished_at),
         "nodes": [node_record(r) for r in info.nodes.values()],
         "name": info.definition.get("name"),
+        "definition": info.definition,
     }
 
 

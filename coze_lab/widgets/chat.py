@@ -1,0 +1,165 @@
+"""The chat widget: streamed markdown answers, collapsible tool calls, cancel, clear
+context and the conversation's history.
+
+The kernel streams the chat from the studio API on a background thread and pushes the
+messages to the page as traits (throttled), so the cell returns at once and it works
+wherever the kernel reaches the server. The page sends ``{"type": "send", "text"}``,
+``{"type": "cancel"}``, ``{"type": "clear"}`` and ``{"type": "history"}``.
+
+>>> chat = studio.chat(bot_id)      # doctest: +SKIP
+>>> chat                            # doctest: +SKIP  (type into it, or:)
+>>> chat.send("What can you do?")   # doctest: +SKIP
+>>> chat.wait(60).messages[-1]["content"]   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+import anywidget
+import traitlets as t
+
+from coze_lab.client import Studio, StudioError
+from coze_lab.widgets.chat_state import ChatState
+from coze_lab.widgets.run import STATIC
+
+_PUSH_EVERY_S = 0.05
+
+
+class ChatWidget(anywidget.AnyWidget):
+    """A conversation with one bot's draft (the Playground connector)."""
+
+    _esm = STATIC / "chat.js"
+    _css = STATIC / "widgets.css"
+
+    bot_id = t.Unicode("").tag(sync=True)
+    bot_name = t.Unicode("").tag(sync=True)
+    conversation_id = t.Unicode("").tag(sync=True)
+    chat_id = t.Unicode("").tag(sync=True)
+    status = t.Unicode("idle").tag(sync=True)
+    messages = t.List().tag(sync=True)
+    error = t.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        bot_id: str,
+        *,
+        studio: Studio,
+        conversation_id: str | None = None,
+        bot_name: str = "",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(bot_id=str(bot_id), bot_name=bot_name, **kwargs)
+        self.studio = studio
+        self._state = ChatState(conversation_id=conversation_id or "")
+        self._lock = threading.RLock()
+        self._done = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._pushed_at = 0.0
+        self.on_msg(self._on_front_end_message)
+        if not bot_name:
+            with contextlib.suppress(StudioError):
+                self.bot_name = str(studio.bot(self.bot_id).get("name", ""))
+        if conversation_id:
+            self.load_history()
+        self._push()
+
+    # ---- notebook API -------------------------------------------------------------------
+    def send(self, text: str) -> ChatWidget:  # type: ignore[override]
+        """Ask the bot; the answer streams into the widget. Returns at once."""
+        if not text.strip():
+            raise ValueError("say something")
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                raise RuntimeError("the bot is still answering; cancel() first")
+            self._state.ask(text)
+            self._push(force=True)
+            self._thread = threading.Thread(
+                target=self._stream, args=(text,), daemon=True, name="coze-lab-chat"
+            )
+            self._thread.start()
+        return self
+
+    def cancel(self) -> None:
+        """Stop the running chat on the server."""
+        if self._state.chat_id and self._state.status == "streaming":
+            self.studio.cancel_chat(self._state.chat_id)
+
+    def clear(self) -> None:
+        """Clear the context: the next question starts a new section (history stays)."""
+        if self._state.conversation_id:
+            self.studio.clear(self._state.conversation_id)
+        with self._lock:
+            self._state.cleared()
+            self._push(force=True)
+
+    def load_history(self) -> None:
+        """Show the conversation's messages from the server."""
+        if not self._state.conversation_id:
+            return
+        messages = self.studio.messages(self._state.conversation_id)
+        with self._lock:
+            self._state.history(sorted(messages, key=lambda m: m.get("created_at", 0)))
+            self._push(force=True)
+
+    def wait(self, timeout: float | None = None) -> ChatWidget:
+        """Block until the current answer has finished streaming (scripts and tests)."""
+        with self._done:
+            self._done.wait_for(lambda: self._state.status != "streaming", timeout)
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatWidget(bot_id={self.bot_id!r}, conversation_id={self.conversation_id!r}, "
+            f"messages={len(self.messages)})"
+        )
+
+    # ---- streaming ----------------------------------------------------------------------
+    def _stream(self, text: str) -> None:
+        try:
+            for event in self.studio.chat_stream(
+                self.bot_id, text, conversation_id=self._state.conversation_id or None
+            ):
+                with self._lock:
+                    self._state.apply(event.event, event.data)
+                    self._push()
+        except StudioError as exc:
+            with self._lock:
+                self._state.apply("error", {"msg": exc.msg})
+        finally:
+            with self._lock:
+                if self._state.status == "streaming":
+                    self._state.apply("done", None)
+                self._push(force=True)
+                self._done.notify_all()
+
+    def _push(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._pushed_at < _PUSH_EVERY_S:
+            return
+        self._pushed_at = now
+        state = self._state
+        with self.hold_sync():
+            self.conversation_id = state.conversation_id
+            self.chat_id = state.chat_id
+            self.status = state.status
+            self.error = state.error
+            self.messages = [dict(m) for m in state.messages]
+
+    # ---- messages from the page ---------------------------------------------------------
+    def _on_front_end_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("type")
+        try:
+            if kind == "send":
+                self.send(str(content.get("text", "")))
+            elif kind == "cancel":
+                self.cancel()
+            elif kind == "clear":
+                self.clear()
+            elif kind == "history":
+                self.load_history()
+        except (StudioError, ValueError, RuntimeError) as exc:
+            self.error = getattr(exc, "msg", str(exc))
