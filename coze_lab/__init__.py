@@ -12,8 +12,17 @@ from coze_lab._version import __version__
 from coze_lab.bot import Bot, ChatReply
 from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
 from coze_lab.discovery import connect
+from coze_lab.plugin import Plugin
 
-__all__ = ["Bot", "ChatReply", "Workflow", "WorkflowDefinitionError", "__version__", "connect"]
+__all__ = [
+    "Bot",
+    "ChatReply",
+    "Plugin",
+    "Workflow",
+    "WorkflowDefinitionError",
+    "__version__",
+    "connect",
+]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
