@@ -395,6 +395,24 @@ class Workflow:
         version = host.runtime.workflows.publish(host.user.id, info.id)
         return {"workflow_id": str(info.id), "version": version, "name": info.name}
 
+    def run(self, **inputs: Any) -> Any:
+        """Run this definition on the server and return a live run widget at once.
+
+        The server found by ``cl.connect()`` (the lab's own, with no configuration) saves
+        the definition as the draft and executes it: the run survives kernel restarts,
+        and re-displaying ``cl.connect().run(run.id)`` reconnects to it.
+
+        >>> run = wf.run(doc="Hello world")     # doctest: +SKIP
+        >>> run.resume("yes")                    # doctest: +SKIP  (or answer in the widget)
+        """
+        from coze_lab.discovery import current
+        from coze_lab.widgets import RunWidget
+
+        studio = current()
+        saved = studio.save_workflow(self.to_json())
+        run_id = studio.start_run(saved["id"], inputs)
+        return RunWidget(run_id, studio=studio, definition=self.to_json())
+
     def _repr_markdown_(self) -> str:
         from coze_lab.core.workflows.render import mermaid
 
