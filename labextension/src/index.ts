@@ -5,6 +5,9 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 
+import { BotsPanel } from './panels/bots';
+import { TokensPanel } from './panels/pats';
+import { RunsPanel } from './panels/runs';
 import { StatusPanel } from './panels/status';
 import { CozeLabSidebar } from './sidebar';
 import { ICozeLabSidebar } from './tokens';
@@ -68,5 +71,18 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [sidebarPlugin, statusPlugin];
+/** Studio sections: bots and chat, workflows / runs / pending questions, tokens. */
+const studioPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'coze-lab:studio',
+  description: 'Coze Lab bots, chat, workflows, runs, questions and tokens in the sidebar.',
+  autoStart: true,
+  requires: [ICozeLabSidebar],
+  activate: (_app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
+    sidebar.addPanel(new RunsPanel(), { rank: 10 });
+    sidebar.addPanel(new BotsPanel(), { rank: 20 });
+    sidebar.addPanel(new TokensPanel(), { rank: 30 });
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<any>[] = [sidebarPlugin, statusPlugin, studioPlugin];
 export default plugins;

@@ -1,0 +1,323 @@
+import { Widget } from '@lumino/widgets';
+
+import { requestAPI } from '../api';
+import { errorBox, h, markdown, showError, streamAPI } from '../dom';
+import { ICozeLabPanel } from '../tokens';
+
+/** A bot as the studio API returns it (Coze's Bot object). */
+export interface IBot {
+  bot_id: string;
+  name: string;
+  description: string;
+  version: string;
+  prompt_info: { prompt: string };
+  model_info: { model_id: string };
+  variables: { keyword: string; default_value: string }[];
+}
+
+function variablesText(bot: IBot | null): string {
+  return (bot?.variables ?? []).map(v => `${v.keyword}=${v.default_value}`).join('\n');
+}
+
+function parseVariables(text: string): { keyword: string; default_value: string }[] {
+  return text
+    .split('\n')
+    .map(line => line.trim())
+    .filter(Boolean)
+    .map(line => {
+      const cut = line.indexOf('=');
+      return cut < 0
+        ? { keyword: line, default_value: '' }
+        : { keyword: line.slice(0, cut).trim(), default_value: line.slice(cut + 1).trim() };
+    });
+}
+
+/**
+ * Bots section: list, create, edit prompt / model / variables, publish to the
+ * API and Web SDK connectors, and a chat with the selected bot's draft
+ * (Playground), streamed from `POST coze_lab/api/bots/{id}/chat`.
+ */
+export class BotsPanel extends Widget implements ICozeLabPanel {
+  constructor() {
+    super();
+    this.id = 'coze-lab-bots';
+    this.addClass('jp-CozeLab-panel');
+    this.title.label = 'Bots & chat';
+    this._error = errorBox('coze-lab-bots-error');
+    this._list = h('ul', { class: 'jp-CozeLab-list', testid: 'coze-lab-bot-list' });
+    this._editor = h('div', { class: 'jp-CozeLab-editor' });
+    this._chat = h('div', { class: 'jp-CozeLab-chat', testid: 'coze-lab-chat' });
+    const create = h(
+      'button',
+      { class: 'jp-CozeLab-button', testid: 'coze-lab-bot-new', onclick: () => this._edit(null) },
+      'New bot'
+    );
+    this.node.append(this._error, create, this._list, this._editor, this._chat);
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const data = await requestAPI<{ bots: IBot[] }>('bots');
+      this._bots = data.bots;
+      this._renderList();
+      showError(this._error, null);
+    } catch (error) {
+      showError(this._error, error);
+    }
+  }
+
+  private _renderList(): void {
+    this._list.replaceChildren(
+      ...this._bots.map(bot =>
+        h(
+          'li',
+          {
+            class: bot.bot_id === this._selected ? 'jp-mod-selected' : '',
+            dataset: { botId: bot.bot_id, testid: 'coze-lab-bot' }
+          },
+          h('span', { class: 'jp-CozeLab-strong' }, bot.name),
+          h('span', { class: 'jp-CozeLab-detail' }, bot.version ? ` v${bot.version}` : ' draft'),
+          h(
+            'button',
+            { class: 'jp-CozeLab-link', onclick: () => this._edit(bot) },
+            'Edit'
+          ),
+          h(
+            'button',
+            {
+              class: 'jp-CozeLab-link',
+              testid: 'coze-lab-bot-chat',
+              onclick: () => this._openChat(bot)
+            },
+            'Chat'
+          )
+        )
+      )
+    );
+  }
+
+  private _edit(bot: IBot | null): void {
+    const name = h('input', { value: bot?.name ?? '', testid: 'coze-lab-bot-name' });
+    const prompt = h('textarea', { rows: '4', testid: 'coze-lab-bot-prompt' });
+    prompt.value = bot?.prompt_info.prompt ?? '';
+    const model = h('input', {
+      value: bot?.model_info.model_id ?? 'default',
+      testid: 'coze-lab-bot-model'
+    });
+    const variables = h('textarea', {
+      rows: '2',
+      placeholder: 'name=default (one per line)',
+      testid: 'coze-lab-bot-variables'
+    });
+    variables.value = variablesText(bot);
+    const status = h('div', { class: 'jp-CozeLab-detail', testid: 'coze-lab-bot-status' });
+    const save = async (): Promise<IBot | null> => {
+      const body = {
+        name: name.value.trim(),
+        prompt_info: { prompt: prompt.value },
+        model_info_config: { model_id: model.value.trim() || 'default' },
+        variables: parseVariables(variables.value)
+      };
+      try {
+        const saved = bot
+          ? await requestAPI<IBot>(`bots/${bot.bot_id}`, {
+              method: 'PUT',
+              body: JSON.stringify(body)
+            })
+          : await requestAPI<IBot>('bots', { method: 'POST', body: JSON.stringify(body) });
+        bot = saved;
+        status.textContent = `Saved ${saved.name}`;
+        showError(this._error, null);
+        await this.refresh();
+        return saved;
+      } catch (error) {
+        showError(this._error, error);
+        return null;
+      }
+    };
+    const publish = async (): Promise<void> => {
+      const saved = await save();
+      if (!saved) {
+        return;
+      }
+      try {
+        await requestAPI(`bots/${saved.bot_id}/publish`, {
+          method: 'POST',
+          body: JSON.stringify({ connector_ids: ['1024', '999'] })
+        });
+        status.textContent = `Published ${saved.name} to the API and the Web SDK`;
+        await this.refresh();
+      } catch (error) {
+        showError(this._error, error);
+      }
+    };
+    this._editor.replaceChildren(
+      h('div', { class: 'jp-CozeLab-subhead' }, bot ? `Edit ${bot.name}` : 'New bot'),
+      h('label', {}, 'Name', name),
+      h('label', {}, 'Prompt', prompt),
+      h('label', {}, 'Model', model),
+      h('label', {}, 'Variables', variables),
+      h(
+        'div',
+        {},
+        h(
+          'button',
+          { class: 'jp-CozeLab-button', testid: 'coze-lab-bot-save', onclick: () => void save() },
+          'Save'
+        ),
+        h(
+          'button',
+          {
+            class: 'jp-CozeLab-button',
+            testid: 'coze-lab-bot-publish',
+            onclick: () => void publish()
+          },
+          'Publish'
+        ),
+        h(
+          'button',
+          { class: 'jp-CozeLab-link', onclick: () => this._editor.replaceChildren() },
+          'Close'
+        )
+      ),
+      status
+    );
+  }
+
+  private _openChat(bot: IBot): void {
+    this._selected = bot.bot_id;
+    this._conversation = '';
+    this._chatId = '';
+    this._renderList();
+    const log = h('div', { class: 'jp-CozeLab-chatlog', testid: 'coze-lab-chat-log' });
+    const input = h('textarea', {
+      rows: '2',
+      placeholder: `Message ${bot.name}`,
+      testid: 'coze-lab-chat-input'
+    });
+    const send = h('button', { class: 'jp-CozeLab-button', testid: 'coze-lab-chat-send' }, 'Send');
+    const cancel = h('button', { class: 'jp-CozeLab-link' }, 'Cancel');
+    const clear = h('button', { class: 'jp-CozeLab-link', testid: 'coze-lab-chat-clear' }, 'Clear context');
+    cancel.disabled = true;
+    const go = async (): Promise<void> => {
+      const text = input.value.trim();
+      if (!text) {
+        return;
+      }
+      input.value = '';
+      send.disabled = true;
+      cancel.disabled = false;
+      log.append(h('div', { class: 'jp-CozeLab-msg jp-mod-user' }, text));
+      const answers = new Map<string, HTMLElement>();
+      const body: Record<string, unknown> = { message: text, stream: true };
+      if (this._conversation) {
+        body.conversation_id = this._conversation;
+      }
+      try {
+        for await (const event of streamAPI(`bots/${bot.bot_id}/chat`, {
+          method: 'POST',
+          body: JSON.stringify(body)
+        })) {
+          const data = event.data ?? {};
+          if (event.event.startsWith('conversation.chat.')) {
+            this._conversation = data.conversation_id || this._conversation;
+            this._chatId = data.id || this._chatId;
+            if (event.event === 'conversation.chat.failed') {
+              showError(this._error, data.last_error?.msg || 'the chat failed');
+            }
+          } else if (
+            event.event === 'conversation.message.delta' ||
+            event.event === 'conversation.message.completed'
+          ) {
+            if (data.role !== 'assistant' || data.type === 'verbose') {
+              continue;
+            }
+            let node = answers.get(data.id);
+            if (!node) {
+              node = this._messageNode(data.type);
+              answers.set(data.id, node);
+              log.append(node);
+            }
+            const full = event.event.endsWith('completed')
+              ? data.content
+              : (node.dataset.raw ?? '') + data.content;
+            node.dataset.raw = full;
+            this._fill(node, data.type, full);
+            log.scrollTop = log.scrollHeight;
+          } else if (event.event === 'error') {
+            showError(this._error, data.msg || 'error');
+          }
+        }
+      } catch (error) {
+        showError(this._error, error);
+      } finally {
+        send.disabled = false;
+        cancel.disabled = true;
+      }
+    };
+    send.onclick = () => void go();
+    input.onkeydown = (e: KeyboardEvent) => {
+      if (e.key === 'Enter' && !e.shiftKey) {
+        e.preventDefault();
+        void go();
+      }
+    };
+    cancel.onclick = () => {
+      if (this._chatId) {
+        void requestAPI(`chats/${this._chatId}/cancel`, {
+          method: 'POST',
+          body: JSON.stringify({ conversation_id: this._conversation })
+        }).catch(error => showError(this._error, error));
+      }
+    };
+    clear.onclick = async () => {
+      if (this._conversation) {
+        try {
+          await requestAPI(`conversations/${this._conversation}/clear`, { method: 'POST' });
+        } catch (error) {
+          showError(this._error, error);
+          return;
+        }
+      }
+      log.append(h('div', { class: 'jp-CozeLab-divider' }, '— context cleared —'));
+    };
+    this._chat.replaceChildren(
+      h('div', { class: 'jp-CozeLab-subhead' }, `Chat with ${bot.name} (draft)`),
+      log,
+      input,
+      h('div', {}, send, cancel, clear)
+    );
+    input.focus();
+  }
+
+  private _messageNode(type: string): HTMLElement {
+    if (type === 'function_call' || type === 'tool_response' || type === 'tool_output') {
+      return h(
+        'details',
+        { class: 'jp-CozeLab-tool', testid: 'coze-lab-chat-tool' },
+        h('summary', {}, type === 'function_call' ? 'Tool call' : 'Tool result'),
+        h('pre', {})
+      );
+    }
+    return h('div', { class: 'jp-CozeLab-msg jp-mod-assistant', testid: 'coze-lab-chat-answer' });
+  }
+
+  private _fill(node: HTMLElement, type: string, text: string): void {
+    if (node.tagName === 'DETAILS') {
+      (node.querySelector('pre') as HTMLElement).textContent = text;
+    } else if (type === 'answer') {
+      node.innerHTML = markdown(text);
+    } else {
+      node.textContent = text;
+    }
+  }
+
+  private _bots: IBot[] = [];
+  private _selected = '';
+  private _conversation = '';
+  private _chatId = '';
+  private _error: HTMLDivElement;
+  private _list: HTMLUListElement;
+  private _editor: HTMLDivElement;
+  private _chat: HTMLDivElement;
+}
