@@ -265,6 +265,13 @@ OPERATIONS: tuple[Operation, ...] = (
         body={"type": "object", "required": ["data"], "properties": {"data": {}}},
     ),
     Operation("get", "/coze_lab/openapi.json", "This document", "meta", public=True),
+    Operation(
+        "get",
+        "/coze_lab/sdk/{asset}",
+        "Web SDK: the chat page (`chat?bot_id=...#token=pat_...`) and `embed.js`",
+        "meta",
+        public=True,
+    ),
 )
 
 

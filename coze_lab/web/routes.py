@@ -56,6 +56,7 @@ from coze_lab.web.handlers.plugins import (
     PluginsHandler,
     PluginToolDebugHandler,
 )
+from coze_lab.web.handlers.sdk import SdkAssetHandler
 from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
 from coze_lab.web.handlers.studio_workflows import (
     InterruptResumeHandler,
@@ -149,6 +150,7 @@ STUDIO: list[tuple[str, type[CozeHandler]]] = [
 PUBLIC: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/openapi.json", OpenApiDocHandler),
     (r"/coze_lab/api/plugins/oauth/callback", OAuthCallbackHandler),
+    (r"/coze_lab/sdk/([^/]+)", SdkAssetHandler),
 ]
 _HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 
