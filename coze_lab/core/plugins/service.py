@@ -12,7 +12,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 from jsonschema import Draft202012Validator
 from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
@@ -294,7 +296,7 @@ class PluginService:
     def get(self, owner_id: int, plugin_id: int, *, scene: str = "draft") -> PluginInfo:
         """A plugin with its draft tools (``scene="online"``: the online version's)."""
         _check_scene(scene)
-        with self._db.transaction() as session:
+        with self._reading() as session:
             row = self._owned(session, owner_id, plugin_id)
             if scene == "online":
                 version = self._version(session, row, None)
@@ -308,7 +310,7 @@ class PluginService:
             return self._info(session, row, self._draft_tools(session, row.id), None, row.openapi)
 
     def list(self, owner_id: int) -> list[PluginInfo]:
-        with self._db.transaction() as session:
+        with self._reading() as session:
             rows = session.scalars(
                 select(PluginRecord)
                 .where(PluginRecord.owner_id == owner_id)
@@ -326,7 +328,7 @@ class PluginService:
 
     def calls(self, owner_id: int, plugin_id: int, *, limit: int = 20) -> list[dict[str, Any]]:
         """The newest recorded calls of a plugin (request summaries, no secrets)."""
-        with self._db.transaction() as session:
+        with self._reading() as session:
             self._owned(session, owner_id, plugin_id)
             rows = session.scalars(
                 select(PluginCall)
@@ -351,7 +353,7 @@ class PluginService:
         """plugin_id → current online version, for the plugins of ``tool_ids`` (bots pin
         these at publish); NotFound for unknown tools or unpublished plugins."""
         out: dict[int, int] = {}
-        with self._db.transaction() as session:
+        with self._reading() as session:
             for tool_id in tool_ids:
                 _, plugin = self._tool_row(session, user_id, tool_id)
                 if plugin.online_version is None:
@@ -580,7 +582,7 @@ class PluginService:
     def _manifest_of(
         self, owner_id: int, plugin_id: int, scene: str, version: int | None
     ) -> Manifest:
-        with self._db.transaction() as session:
+        with self._reading() as session:
             row = self._owned(session, owner_id, plugin_id)
             if scene == "draft":
                 return Manifest.from_dict(row.manifest)
@@ -662,7 +664,7 @@ class PluginService:
 
     def tool_id(self, user_id: int, plugin_id: int, name: str) -> int:
         """The id of the plugin's tool called ``name`` (draft or published)."""
-        with self._db.transaction() as session:
+        with self._reading() as session:
             self._owned(session, user_id, plugin_id)
             found = session.scalars(
                 select(PluginTool.id).where(
@@ -963,6 +965,13 @@ class PluginService:
         )
 
     # ---- lookups ------------------------------------------------------------------------
+    @contextmanager
+    def _reading(self) -> Iterator[Session]:
+        """An ORM session on a read-only transaction: never waits for a writer, so callers
+        inside their own write transaction (a bot being published) can read plugins."""
+        with self._db.read() as connection, Session(bind=connection) as session:
+            yield session
+
     def _owned(self, session: Any, owner_id: int, plugin_id: int) -> PluginRecord:
         row = session.scalars(
             select(PluginRecord).where(
@@ -984,7 +993,7 @@ class PluginService:
         return found[0], found[1]
 
     def _plugin_of(self, user_id: int, tool_id: int) -> int:
-        with self._db.transaction() as session:
+        with self._reading() as session:
             return self._tool_row(session, user_id, tool_id)[1].id
 
     def _version(self, session: Any, row: PluginRecord, version: int | None) -> PluginVersion:
@@ -1001,7 +1010,7 @@ class PluginService:
         return found
 
     def _load(self, user_id: int, tool_id: int, scene: str, version: int | None) -> _Loaded:
-        with self._db.transaction() as session:
+        with self._reading() as session:
             tool, plugin = self._tool_row(session, user_id, tool_id)
             if scene == "draft":
                 if tool.deleted_at is not None:
