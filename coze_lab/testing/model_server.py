@@ -396,6 +396,9 @@ class _ChatCompletions(_Base):
         self.finish(chunk)
 
     async def _stream(self, body: dict[str, Any], number: int, reply: Reply) -> None:
+        stream = getattr(self.request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)  # small chunks go out at once, as real providers send them
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         include_usage = self.state.report_usage and bool(

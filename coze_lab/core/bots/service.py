@@ -17,6 +17,7 @@ from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
 
+VERSION_CACHE = 1024
 PUBLISH_STATUSES = ("all", "published_online", "published_draft", "unpublished_draft")
 
 
@@ -78,6 +79,7 @@ class BotService:
         self._clock = clock
         self._check_model = check_model
         self._plugin_versions = plugin_versions
+        self._versions: dict[tuple[int, int], BotConfig] = {}
 
     # ---- drafts ------------------------------------------------------------------------
     def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
@@ -226,9 +228,18 @@ class BotService:
     def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
         """The configuration a chat on ``connector_id`` runs: the draft on the Playground,
         the version published to that connector everywhere else."""
-        with self._db.reading() as session:
-            row = self._owned(session, owner_id, bot_id)
-            info = self._info(session, row)
+        with self._db.read() as session:  # plain statements: this is on every chat's path
+            row = session.execute(
+                select(BotRecord.__table__).where(
+                    BotRecord.id == bot_id, BotRecord.owner_id == owner_id
+                )
+            ).first()
+            if row is None:
+                raise NotFound(f"bot {bot_id} does not exist")
+            bindings = session.execute(
+                select(BotConnector.__table__).where(BotConnector.bot_id == bot_id)
+            ).all()
+            info = _build(row, bindings)
             if connector_id == connectors.PLAYGROUND:
                 return ResolvedBot(info, info.config, None)
             number = info.connectors.get(connector_id)
@@ -238,10 +249,18 @@ class BotService:
                     f"bot {bot_id} is not published to the {name} connector ({connector_id}); "
                     "publish it first"
                 )
-            version = session.scalars(
-                select(BotVersion).where(BotVersion.bot_id == bot_id, BotVersion.version == number)
-            ).one()
-            return ResolvedBot(info, BotConfig.from_dict(version.config), number)
+            config = self._versions.get((bot_id, number))
+            if config is None:  # versions never change: read each one once
+                stored = session.scalars(
+                    select(BotVersion.config).where(
+                        BotVersion.bot_id == bot_id, BotVersion.version == number
+                    )
+                ).one()
+                config = BotConfig.from_dict(stored)
+                if len(self._versions) >= VERSION_CACHE:
+                    self._versions.pop(next(iter(self._versions)))
+                self._versions[(bot_id, number)] = config
+            return ResolvedBot(info, config, number)
 
     # ---- internals ---------------------------------------------------------------------
     def _check(
@@ -287,20 +306,25 @@ class BotService:
 
     def _info(self, session: Any, row: BotRecord) -> BotInfo:
         bindings = session.scalars(select(BotConnector).where(BotConnector.bot_id == row.id)).all()
-        return BotInfo(
-            id=row.id,
-            owner_id=row.owner_id,
-            workspace_id=row.workspace_id,
-            name=row.name,
-            description=row.description,
-            icon_url=row.icon_url,
-            config=BotConfig.from_dict(row.draft),
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            version=None,
-            connectors={b.connector_id: b.version for b in bindings},
-            published_at=max((b.published_at for b in bindings), default=None),
-        )
+        return _build(row, bindings)
+
+
+def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:
+    """A BotInfo from a bot row and its connector rows (ORM objects or plain rows)."""
+    return BotInfo(
+        id=row.id,
+        owner_id=row.owner_id,
+        workspace_id=row.workspace_id,
+        name=row.name,
+        description=row.description,
+        icon_url=row.icon_url,
+        config=BotConfig.from_dict(row.draft),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        version=None,
+        connectors={b.connector_id: b.version for b in bindings},
+        published_at=max((b.published_at for b in bindings), default=None),
+    )
 
 
 def _name(value: Any) -> str:

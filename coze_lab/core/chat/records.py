@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import (
@@ -68,8 +68,10 @@ class ChatStore:
         messages: Sequence[NewMessage],
         meta_data: dict[str, str],
         persist: bool,
+        new_conversation: bool = False,
     ) -> tuple[ChatInfo, list[MessageInfo]]:
-        """A chat in progress with its request messages, in one transaction."""
+        """A chat in progress with its request messages (and its conversation, when it is
+        ``new_conversation``), in one transaction."""
         now = self._clock()
         row = Chat(
             id=new_id(),
@@ -87,20 +89,37 @@ class ChatStore:
         rows = [
             message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id) for m in messages
         ]
-        with self._db.transaction() as session:
-            session.add(row)
-            if persist:
-                session.add_all(rows)
-            session.execute(
-                update(Conversation)
-                .where(Conversation.id == conversation.id)
-                .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
-            )
+        with self._db.write() as connection:  # plain statements: this is on every chat's path
+            if new_conversation:
+                connection.execute(
+                    insert(Conversation),
+                    {
+                        "id": conversation.id,
+                        "owner_id": conversation.owner_id,
+                        "bot_id": bot_id,
+                        "connector_id": conversation.connector_id,
+                        "name": conversation.name,
+                        "meta_data": conversation.meta_data,
+                        "section_id": conversation.section_id,
+                        "created_at": now,
+                        "updated_at": now,
+                    },
+                )
+            else:
+                connection.execute(
+                    update(Conversation)
+                    .where(Conversation.id == conversation.id)
+                    .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
+                )
+            connection.execute(insert(Chat), _values(row))
+            if persist and rows:
+                connection.execute(insert(Message), [_values(r) for r in rows])
         return _info(row), [message_info(r) for r in rows]
 
     def add_messages(self, rows: Sequence[Message]) -> None:
-        with self._db.transaction() as session:
-            session.add_all(rows)
+        if rows:
+            with self._db.write() as connection:
+                connection.execute(insert(Message), [_values(r) for r in rows])
 
     def finish(
         self,
@@ -128,14 +147,15 @@ class ChatStore:
             values["completed_at"] = now
         if status == "failed":
             values["failed_at"] = now
-        with self._db.transaction() as session:
-            done = session.execute(
+        with self._db.write() as connection:
+            done = connection.execute(
                 update(Chat).where(Chat.id == chat_id, Chat.status.in_(ACTIVE)).values(**values)
             ).rowcount
             if not done:
                 return None
-            session.add_all(messages)
-            return _info(session.get(Chat, chat_id))
+            if messages:
+                connection.execute(insert(Message), [_values(r) for r in messages])
+            return _info(connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one())
 
     def resume(self, chat_id: int) -> dict[str, Any] | None:
         """Take a ``requires_action`` chat back to in_progress; its saved state, or None
@@ -204,7 +224,11 @@ class ChatStore:
             )
 
 
-def _info(row: Chat) -> ChatInfo:
+def _values(row: Any) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+def _info(row: Any) -> ChatInfo:
     return ChatInfo(
         id=row.id,
         owner_id=row.owner_id,

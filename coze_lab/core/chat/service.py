@@ -34,7 +34,7 @@ from coze_lab.core.conversations import (
 )
 from coze_lab.core.conversations.content import check_meta_data, model_content
 from coze_lab.core.errors import Conflict, InvalidParameter
-from coze_lab.core.ids import parse_id
+from coze_lab.core.ids import new_id, parse_id
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.spec import WorkflowSpec
 
@@ -186,7 +186,12 @@ class ChatService:
         resolved = self.bots.resolve(owner_id, request.bot_id, connector_id)
         spec = self._model(resolved.config)
         conversation = self._conversation(owner_id, connector_id, request)
-        history = self.conversations.history(conversation, rounds=resolved.config.history_rounds)
+        new = request.conversation_id is None
+        history = (
+            []
+            if new
+            else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
+        )
         tools = self._toolbox(owner_id, connector_id, resolved.config)
         chat, written = self.store.create(
             conversation,
@@ -195,6 +200,7 @@ class ChatService:
             messages=request.messages,
             meta_data=request.meta_data,
             persist=request.auto_save_history,
+            new_conversation=new,
         )
         system = render(
             resolved.config.prompt,
@@ -322,8 +328,19 @@ class ChatService:
     def _conversation(
         self, owner_id: int, connector_id: str, request: ChatRequest
     ) -> ConversationInfo:
-        if request.conversation_id is None:
-            return self.conversations.create(owner_id, connector_id, bot_id=request.bot_id)
+        if request.conversation_id is None:  # written with the chat, in its transaction
+            now = self._clock()
+            return ConversationInfo(
+                id=new_id(),
+                owner_id=owner_id,
+                bot_id=request.bot_id,
+                connector_id=connector_id,
+                name="",
+                meta_data={},
+                section_id=new_id(),
+                created_at=now,
+                updated_at=now,
+            )
         conversation = self.conversations.get(owner_id, connector_id, request.conversation_id)
         if conversation.bot_id not in (None, request.bot_id):
             raise InvalidParameter(

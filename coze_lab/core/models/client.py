@@ -7,6 +7,7 @@ the real SDK, so tests against :mod:`coze_lab.testing.model_server` exercise the
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -159,8 +160,14 @@ class ModelClient:
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
+            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+            # no Nagle: on a kept-alive connection the request body would otherwise wait for
+            # the provider's delayed ACK (~40 ms before every first token)
+            transport = self._transport or httpx.AsyncHTTPTransport(
+                limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+            )
             self._http = httpx.AsyncClient(
-                transport=self._transport,
+                transport=transport,
                 timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)),
                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
                 follow_redirects=True,

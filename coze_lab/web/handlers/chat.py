@@ -30,10 +30,17 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
     """Send a chat's events as Coze SSE until ``done`` or until the client goes away (the
     chat goes on either way)."""
     start_stream(handler)
+    sent = 0
     async for event in handle.channel.follow(idle_s=KEEPALIVE_S):
         if event is None:
             event = ChatEvent(ev.CHAT_IN_PROGRESS, chat=handle.chat)
-        if not await send_event(handler, None, event.event, event_payload(event)):
+        else:
+            sent += 1
+        # events already waiting go out in one write
+        backlog = sent < len(handle.channel.events)
+        if not await send_event(
+            handler, None, event.event, event_payload(event), flush=not backlog
+        ):
             return
     handler.finish()
 
