@@ -44,6 +44,7 @@ class CozeLabApp(ExtensionApp):
         # the server's event loop runs now: workflows whose worker died continue here
         assert self.runtime is not None
         self.runtime.engine.start_recovery_loop()
+        self.runtime.chats.start_recovery_loop()
 
     async def stop_extension(self) -> None:
         if self.runtime is not None:

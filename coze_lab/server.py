@@ -32,6 +32,7 @@ async def serve(config: CozeLab, *, host: str = "127.0.0.1", port: int = 8765) -
     runtime = Runtime(config)
     runtime.start()
     runtime.engine.start_recovery_loop()  # runs whose worker died continue here
+    runtime.chats.start_recovery_loop()  # chats whose server died are failed visibly
     app = make_app(runtime)
     server = httpserver.HTTPServer(app, max_body_size=config.max_upload_bytes + MiB, xheaders=True)
     sockets = _bind(host, port)

@@ -7,9 +7,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
@@ -24,9 +24,12 @@ from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, 
 from coze_lab.store.models import Message
 
 log = logging.getLogger("coze_lab.chat")
+T = TypeVar("T")
 
 #: how often a streaming chat looks in the database for a cancel from another replica
 CANCEL_POLL_S = 0.5
+#: how often a running chat marks itself alive (see ChatService.recover)
+HEARTBEAT_S = 15.0
 
 
 class _Canceled(Exception):
@@ -105,6 +108,7 @@ class AgentRun:
         self._partial: tuple[int, list[str]] | None = None
         self._answer_id = 0
         self._checked_at = time.monotonic()
+        self._beat_at = time.monotonic()
 
     async def run(self) -> None:
         try:
@@ -140,7 +144,7 @@ class AgentRun:
             self._write([self._function_call(c) for c in calls], emit=True)
             server = [c for c in calls if self._invoker(c) is not None]
             client = [c for c in calls if self._invoker(c) is None]
-            outcomes = await asyncio.gather(*(self._invoke(c) for c in server))
+            outcomes = await self._beating(asyncio.gather(*(self._invoke(c) for c in server)))
             responses = []
             for call, outcome in zip(server, outcomes, strict=True):
                 self.state.messages.append(
@@ -173,6 +177,20 @@ class AgentRun:
         self._partial = None
         self._answer_id = answer_id
         return done.content, done.tool_calls
+
+    async def _beating(self, work: Awaitable[T]) -> T:
+        """Await ``work`` (tools may take minutes) while the chat keeps marking itself alive."""
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(HEARTBEAT_S)
+                self._store.touch(self.chat.id)
+
+        beating = asyncio.get_running_loop().create_task(beat())
+        try:
+            return await work
+        finally:
+            beating.cancel()
 
     def _invoker(self, call: ToolCall) -> Any:
         tool = self.tools.get(call.name)
@@ -334,3 +352,6 @@ class AgentRun:
         self._checked_at = now
         if self._store.status(self.chat.id) == "canceled":
             raise _Canceled
+        if now - self._beat_at >= HEARTBEAT_S:
+            self._beat_at = now
+            self._store.touch(self.chat.id)

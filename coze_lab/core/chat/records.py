@@ -215,13 +215,32 @@ class ChatStore:
             )
             return [message_info(r) for r in rows]
 
-    def stale(self, before: datetime) -> list[int]:
-        with self._db.read() as connection:
-            return list(
-                connection.scalars(
-                    select(Chat.id).where(Chat.status == "in_progress", Chat.updated_at < before)
-                )
+    def touch(self, chat_id: int) -> None:
+        """A running chat's heartbeat (a chat that stops beating was lost with its server)."""
+        with self._db.write() as connection:
+            connection.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status == "in_progress")
+                .values(updated_at=self._clock())
             )
+
+    def fail_stale(self, before: datetime) -> int:
+        """Fail the in-progress chats whose heartbeat stopped before ``before``."""
+        now = self._clock()
+        with self._db.write() as connection:
+            return connection.execute(
+                update(Chat)
+                .where(Chat.status == "in_progress", Chat.updated_at < before)
+                .values(
+                    status="failed",
+                    failed_at=now,
+                    updated_at=now,
+                    last_error={
+                        "code": 5000,
+                        "msg": "the server running this chat stopped; send the message again",
+                    },
+                )
+            ).rowcount
 
 
 def _values(row: Any) -> dict[str, Any]:

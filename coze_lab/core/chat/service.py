@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from coze_lab.core import connectors
@@ -41,6 +41,8 @@ from coze_lab.core.workflows.spec import WorkflowSpec
 log = logging.getLogger("coze_lab.chat")
 
 MAX_ADDITIONAL_MESSAGES = 100
+#: a chat whose heartbeat (every 15 s while it runs) is this old was lost with its server
+STALE_AFTER_S = 120
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class ChatService:
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._channels: dict[int, ChatChannel] = {}
+        self._recovery: asyncio.Task[None] | None = None
 
     @property
     def client(self) -> ModelClient:
@@ -278,7 +281,27 @@ class ChatService:
         if task is not None:
             await asyncio.shield(task)
 
+    def recover(self) -> int:
+        """Fail chats left ``in_progress`` by a server that died (their heartbeat stopped);
+        a client polling them sees ``failed`` with the reason instead of waiting forever."""
+        return self.store.fail_stale(self._clock() - timedelta(seconds=STALE_AFTER_S))
+
+    def start_recovery_loop(self, every_s: float = 60.0) -> None:
+        async def loop() -> None:
+            while True:
+                try:
+                    if count := self.recover():
+                        log.warning("failed %d chats whose server stopped", count)
+                except Exception:  # the next round tries again
+                    log.exception("chat recovery failed")
+                await asyncio.sleep(every_s)
+
+        if self._recovery is None:
+            self._recovery = asyncio.get_running_loop().create_task(loop())
+
     async def close(self) -> None:
+        if self._recovery is not None:
+            self._recovery.cancel()
         for task in list(self._tasks.values()):
             task.cancel()
         if self._tasks:
