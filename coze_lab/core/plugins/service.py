@@ -19,16 +19,16 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from jsonschema import Draft202012Validator
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
-from coze_lab.core.net import BlockedAddress, OutboundPolicy, guarded_request
+from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.plugins import oauth
 from coze_lab.core.plugins.arguments import ArgumentError, prepare_arguments
+from coze_lab.core.plugins.credentials import CLIENT, SERVICE, TOKEN, CredentialStore
 from coze_lab.core.plugins.manifest import Manifest, parse_manifest, render_template
 from coze_lab.core.plugins.openapi import (
     ToolSpec,
@@ -39,6 +39,7 @@ from coze_lab.core.plugins.openapi import (
 )
 from coze_lab.core.plugins.problems import PluginSpecError, Problem
 from coze_lab.core.plugins.request import HttpRequest, build_request
+from coze_lab.core.plugins.sending import RetryPolicy, describe_failure, read_answer, send
 from coze_lab.core.plugins.types import (
     SCENES,
     PluginInfo,
@@ -59,9 +60,7 @@ from coze_lab.store.models import (
 
 log = logging.getLogger("coze_lab.plugins")
 
-IDEMPOTENT = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")
 CALLBACK_PATH = "coze_lab/api/plugins/oauth/callback"
-TOKEN, CLIENT, SERVICE = "oauth_token", "oauth_client", "service_token"
 
 
 @dataclass(frozen=True)
@@ -128,6 +127,7 @@ class PluginService:
     ) -> None:
         self._db = db
         self._box = secrets
+        self._credentials = CredentialStore(db, secrets, clock)
         self._policy = policy
         self._clock = clock
         self.settings = settings or PluginSettings()
@@ -135,6 +135,10 @@ class PluginService:
         self.on_authorized = on_authorized
         self._sleep = sleep
         self._refreshing: dict[tuple[int, int], asyncio.Lock] = {}
+
+    @property
+    def _retry(self) -> RetryPolicy:
+        return RetryPolicy(self.settings.timeout_s, self.settings.retries, self.settings.backoff_s)
 
     # ---- import and drafts --------------------------------------------------------------
     async def import_plugin(
@@ -167,10 +171,10 @@ class PluginService:
             session.flush()
             self._sync_tools(session, row.id, draft.tools)
             if draft.secrets:
-                self._put_secret(session, row.id, owner_id, CLIENT, draft.secrets)
+                self._credentials.put(session, row.id, owner_id, CLIENT, draft.secrets)
             if credentials:
                 self._check_credentials(draft.manifest, credentials)
-                self._put_secret(session, row.id, owner_id, SERVICE, dict(credentials))
+                self._credentials.put(session, row.id, owner_id, SERVICE, dict(credentials))
             plugin_id = row.id
         info = self.get(owner_id, plugin_id)
         return _with_warnings(info, draft.warnings)
@@ -206,7 +210,7 @@ class PluginService:
             row.updated_at = self._clock()
             self._sync_tools(session, row.id, draft.tools)
             if draft.secrets:
-                self._put_secret(session, row.id, owner_id, CLIENT, draft.secrets)
+                self._credentials.put(session, row.id, owner_id, CLIENT, draft.secrets)
         return _with_warnings(self.get(owner_id, plugin_id), draft.warnings)
 
     async def _prepare(
@@ -379,23 +383,17 @@ class PluginService:
             if client:
                 if manifest.auth.type != "oauth":
                     raise InvalidParameter("client_secret is for OAuth plugins")
-                self._put_secret(session, plugin_id, owner_id, CLIENT, client)
+                self._credentials.put(session, plugin_id, owner_id, CLIENT, client)
             if tokens:
                 self._check_credentials(manifest, tokens)
-                self._put_secret(session, plugin_id, owner_id, SERVICE, tokens)
+                self._credentials.put(session, plugin_id, owner_id, SERVICE, tokens)
         return sorted(values)
 
     def clear_credentials(self, owner_id: int, plugin_id: int) -> None:
         """Forget the user's tokens and OAuth authorization for the plugin."""
-        with self._db.transaction() as session:
+        with self._reading() as session:
             self._owned(session, owner_id, plugin_id)
-            session.execute(
-                delete(PluginCredential).where(
-                    PluginCredential.plugin_id == plugin_id,
-                    PluginCredential.owner_id == owner_id,
-                    PluginCredential.kind.in_((SERVICE, TOKEN)),
-                )
-            )
+        self._credentials.remove(plugin_id, owner_id, [SERVICE, TOKEN])
 
     def _check_credentials(self, manifest: Manifest, values: Mapping[str, str]) -> None:
         if manifest.auth.type != "service_token":
@@ -406,42 +404,6 @@ class PluginService:
         unknown = sorted(set(values) - expected)
         if unknown:
             raise InvalidParameter(f"unknown credentials {unknown}; expected {sorted(expected)}")
-
-    def _put_secret(
-        self,
-        session: Any,
-        plugin_id: int,
-        owner_id: int,
-        kind: str,
-        value: dict[str, Any],
-        expires_at: Any = None,
-    ) -> None:
-        row = session.scalars(
-            select(PluginCredential).where(
-                PluginCredential.plugin_id == plugin_id,
-                PluginCredential.owner_id == owner_id,
-                PluginCredential.kind == kind,
-            )
-        ).first()
-        if row is None:
-            row = PluginCredential(
-                id=new_id(), plugin_id=plugin_id, owner_id=owner_id, kind=kind, secret=""
-            )
-            session.add(row)
-        row.secret = self._box.encrypt(value)
-        row.expires_at = expires_at
-        row.updated_at = self._clock()
-
-    def _secret(self, plugin_id: int, owner_id: int, kind: str) -> dict[str, Any] | None:
-        with self._db.read() as conn:
-            secret = conn.execute(
-                select(PluginCredential.secret).where(
-                    PluginCredential.plugin_id == plugin_id,
-                    PluginCredential.owner_id == owner_id,
-                    PluginCredential.kind == kind,
-                )
-            ).scalar()
-        return None if secret is None else self._box.decrypt(secret)
 
     # ---- OAuth --------------------------------------------------------------------------
     @property
@@ -552,7 +514,7 @@ class PluginService:
         }
         if saved.get("code_verifier"):
             form["code_verifier"] = saved["code_verifier"]
-        client = self._secret(plugin_id, owner_id, CLIENT) or {}
+        client = self._credentials.get(plugin_id, owner_id, CLIENT) or {}
         try:
             token = await oauth.request_token(
                 self._policy,
@@ -564,7 +526,7 @@ class PluginService:
             )
         except oauth.OAuthError as exc:
             raise InvalidParameter(f"the code exchange failed: {exc}") from exc
-        self._store_token(plugin_id, owner_id, token)
+        self._credentials.save(plugin_id, owner_id, TOKEN, token.to_dict(), token.expires_at)
         log.info("plugin %s authorized for user %s", plugin_id, owner_id)
         if self.on_authorized is not None:
             try:
@@ -572,12 +534,6 @@ class PluginService:
             except Exception:  # the token is stored; resuming is best effort
                 log.exception("resuming after the authorization of plugin %s failed", plugin_id)
         return self.get(owner_id, plugin_id)
-
-    def _store_token(self, plugin_id: int, owner_id: int, token: oauth.Token) -> None:
-        with self._db.transaction() as session:
-            self._put_secret(
-                session, plugin_id, owner_id, TOKEN, token.to_dict(), expires_at=token.expires_at
-            )
 
     def _manifest_of(
         self, owner_id: int, plugin_id: int, scene: str, version: int | None
@@ -594,11 +550,13 @@ class PluginService:
         key = (owner_id, loaded.plugin_id)
         lock = self._refreshing.setdefault(key, asyncio.Lock())
         async with lock:
-            stored = self._secret(loaded.plugin_id, owner_id, TOKEN)
+            stored = self._credentials.get(loaded.plugin_id, owner_id, TOKEN)
             token = oauth.Token.from_dict(stored) if stored else None
             if token is not None and not force and not token.expired(self._clock()):
                 return token.access_token
-            client = (self._secret(loaded.plugin_id, owner_id, CLIENT) or {}).get("client_secret")
+            client = (self._credentials.get(loaded.plugin_id, owner_id, CLIENT) or {}).get(
+                "client_secret"
+            )
             if auth.grant_type == "client_credentials":
                 form = {"grant_type": "client_credentials"}
                 if auth.scope:
@@ -618,21 +576,13 @@ class PluginService:
                 )
             except oauth.OAuthError as exc:
                 if form["grant_type"] == "refresh_token" and exc.status in (400, 401):
-                    self._drop_token(loaded.plugin_id, owner_id)
+                    self._credentials.remove(loaded.plugin_id, owner_id, [TOKEN])
                     raise AuthorizationRequired() from exc
                 raise
-            self._store_token(loaded.plugin_id, owner_id, fresh)
-            return fresh.access_token
-
-    def _drop_token(self, plugin_id: int, owner_id: int) -> None:
-        with self._db.transaction() as session:
-            session.execute(
-                delete(PluginCredential).where(
-                    PluginCredential.plugin_id == plugin_id,
-                    PluginCredential.owner_id == owner_id,
-                    PluginCredential.kind == TOKEN,
-                )
+            self._credentials.save(
+                loaded.plugin_id, owner_id, TOKEN, fresh.to_dict(), fresh.expires_at
             )
+            return fresh.access_token
 
     # ---- tools for models ---------------------------------------------------------------
     def tool_definitions(
@@ -709,10 +659,10 @@ class PluginService:
         try:
             await self._sign(request, user_id, loaded)
             summary = {**request.summary(), "arguments": args}
-            response, attempts = await self._send(request)
+            response, attempts = await send(self._policy, request, self._retry, self._sleep)
             if response.status_code == 401 and self._refreshable(loaded):
                 await self._sign(request, user_id, loaded, force=True)
-                response, more = await self._send(request)
+                response, more = await send(self._policy, request, self._retry, self._sleep)
                 attempts += more
         except AuthorizationRequired:
             return self._needs_authorization(user_id, loaded, started, trace, summary)
@@ -728,7 +678,7 @@ class PluginService:
                 request=summary,
             )
         except (CozeLabError, httpx.HTTPError, oauth.OAuthError) as exc:
-            message = _failure(exc)
+            message = describe_failure(exc)
             return self._record(
                 user_id,
                 loaded,
@@ -778,7 +728,7 @@ class PluginService:
     ) -> None:
         auth = loaded.manifest.auth
         if auth.type == "service_token":
-            values = self._secret(loaded.plugin_id, user_id, SERVICE) or {}
+            values = self._credentials.get(loaded.plugin_id, user_id, SERVICE) or {}
             missing = [v for v in auth.variables() if not values.get(v)]
             if missing:
                 raise _MissingCredential(
@@ -798,36 +748,6 @@ class PluginService:
             request.headers["Authorization"] = f"Bearer {token}"
             request.secret_headers.add("Authorization")
 
-    async def _send(self, request: HttpRequest) -> tuple[httpx.Response, int]:
-        """Send with retries: connect failures always, 5xx/429/read timeouts only when the
-        method is idempotent. Refused addresses and oversized answers are not retried."""
-        idempotent = request.method in IDEMPOTENT
-        attempt = 0
-        while True:
-            attempt += 1
-            last = attempt > self.settings.retries
-            try:
-                response = await guarded_request(
-                    self._policy,
-                    request.method,
-                    request.url,
-                    headers=request.headers,
-                    params=request.params,
-                    content=request.content,
-                    timeout=self.settings.timeout_s,
-                )
-            except (httpx.ConnectError, httpx.ConnectTimeout):
-                if last:
-                    raise
-            except httpx.TimeoutException:
-                if last or not idempotent:
-                    raise
-            else:
-                retry = response.status_code >= 500 or response.status_code == 429
-                if not retry or not idempotent or last:
-                    return response, attempt
-            await self._sleep(self.settings.backoff_s * 2 ** (attempt - 1))
-
     def _respond(
         self,
         user_id: int,
@@ -837,46 +757,21 @@ class PluginService:
         summary: dict[str, Any],
         response: httpx.Response,
     ) -> ToolResult:
-        text = response.text
-        data = None
-        if "json" in response.headers.get("content-type", ""):
-            try:
-                data = json.loads(text)
-                text = json.dumps(data, ensure_ascii=False)
-            except ValueError:
-                summary["warning"] = "the response is not valid JSON"
-        ok = 200 <= response.status_code < 300
-        if ok and data is not None:
-            schema = _response_schema(loaded.tool.responses, response.status_code)
-            if schema:
-                errors = list(Draft202012Validator(schema).iter_errors(data))
-                if errors:
-                    summary["warning"] = (
-                        f"the response does not match its schema: {errors[0].message}"
-                    )
-        output = self._truncate(text)
-        error = None
-        if not ok:
-            error = f"HTTP {response.status_code}"
-            output = f"{error}: {output}"
+        answer = read_answer(response, loaded.tool.responses, self.settings.max_output_chars)
+        if answer.warning:
+            summary["warning"] = answer.warning
         return self._record(
             user_id,
             loaded,
             started,
             trace,
-            ok=ok,
-            output=output,
-            error=error,
+            ok=answer.ok,
+            output=answer.output,
+            error=answer.error,
             request=summary,
             status_code=response.status_code,
-            data=data if ok else None,
+            data=answer.data,
         )
-
-    def _truncate(self, text: str) -> str:
-        limit = self.settings.max_output_chars
-        if len(text) <= limit:
-            return text
-        return text[:limit] + f"…[truncated {len(text) - limit} characters]"
 
     def _needs_authorization(
         self,
@@ -1058,14 +953,7 @@ class PluginService:
         version: int | None = None,
     ) -> PluginInfo:
         manifest = manifest or row.manifest
-        kinds = set(
-            session.scalars(
-                select(PluginCredential.kind).where(
-                    PluginCredential.plugin_id == row.id,
-                    PluginCredential.owner_id == row.owner_id,
-                )
-            )
-        )
+        kinds = self._credentials.kinds(session, row.id, row.owner_id)
         auth = manifest.get("auth") or {}
         status: dict[str, Any] = {"type": auth.get("type", "none")}
         if status["type"] == "service_token":
@@ -1165,26 +1053,6 @@ def _manifest_input(stored: dict[str, Any]) -> dict[str, Any]:
     else:
         auth = {"type": "none"}
     return {**stored, "auth": auth}
-
-
-def _response_schema(responses: dict[str, Any], status: int) -> Any:
-    return (
-        responses.get(str(status))
-        or responses.get(f"{str(status)[0]}XX")
-        or responses.get("default")
-    )
-
-
-def _failure(exc: BaseException) -> str:
-    if isinstance(exc, BlockedAddress):
-        return exc.msg
-    if isinstance(exc, CozeLabError):
-        return exc.msg
-    if isinstance(exc, httpx.TimeoutException):
-        return "the plugin's server did not answer in time"
-    if isinstance(exc, httpx.HTTPError):
-        return f"the plugin's server is unreachable ({type(exc).__name__})"
-    return str(exc)
 
 
 def _jsonable(value: Any) -> Any:
