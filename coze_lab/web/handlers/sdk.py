@@ -46,4 +46,6 @@ class SdkAssetHandler(CozeHandler):
         self.set_header("Cache-Control", "public, max-age=300")
         if name == "embed.js":
             self.set_header("Access-Control-Allow-Origin", "*")
-        self.finish((STATIC / file_name).read_bytes())
+        self.write((STATIC / file_name).read_bytes())
+        # not APIHandler.finish, which would force application/json inside Jupyter
+        web.RequestHandler.finish(self)

@@ -178,7 +178,7 @@ function questionForm(model, item, onAnswer) {
       status.textContent = "answered";
     }
   };
-  box.append(h("div", { class: "coze-form-node" }, `⏸ ${item.node_title || item.node_id}`));
+  box.append(h("div", { class: "coze-form-node" }, `Waiting at ${item.node_title || item.node_id}`));
   if (item.type === "input") {
     if (data.prompt) box.append(h("div", { class: "coze-form-question" }, data.prompt));
     const fields = (data.form && data.form.fields) || [];

@@ -159,7 +159,9 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
           { dataset: { runId: run.id, status: run.status, testid: 'coze-lab-run' } },
           h('span', { class: `jp-CozeLab-pill jp-mod-${run.status}` }, run.status),
           h('span', { class: 'jp-CozeLab-strong' }, ` ${run.name ?? 'run'}`),
-          h('span', { class: 'jp-CozeLab-detail' }, ` ${done}/${run.nodes.length} nodes`),
+          run.nodes.length
+            ? h('span', { class: 'jp-CozeLab-detail' }, ` ${done}/${run.nodes.length} nodes`)
+            : null,
           run.status === 'failed'
             ? h('div', { class: 'jp-CozeLab-detail' }, `${run.error?.msg ?? ''}${failing}`)
             : null,

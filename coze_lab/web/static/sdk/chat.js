@@ -12,14 +12,33 @@ const tokenKey = `coze-lab-sdk-token:${botId}`;
 const conversationKey = `coze-lab-sdk-conversation:${botId}`;
 const userKey = "coze-lab-sdk-user";
 
+// Storage may be refused in a third-party frame (the embed): fall back to memory.
+function storage(kind) {
+  const memory = new Map();
+  const fallback = {
+    getItem: (k) => (memory.has(k) ? memory.get(k) : null),
+    setItem: (k, v) => memory.set(k, String(v)),
+    removeItem: (k) => memory.delete(k),
+  };
+  try {
+    const real = window[kind];
+    real.getItem("coze-lab-probe");
+    return real;
+  } catch {
+    return fallback;
+  }
+}
+const sessionStore = storage("sessionStorage");
+const localStore = storage("localStorage");
+
 function takeToken() {
   const fragment = new URLSearchParams(location.hash.slice(1));
   const fromUrl = fragment.get("token");
   if (fromUrl) {
-    sessionStorage.setItem(tokenKey, fromUrl);
+    sessionStore.setItem(tokenKey, fromUrl);
     history.replaceState(null, "", location.pathname + location.search);
   }
-  return sessionStorage.getItem(tokenKey) || "";
+  return sessionStore.getItem(tokenKey) || "";
 }
 
 let token = takeToken();
@@ -27,10 +46,10 @@ let streaming = false;
 let chatId = "";
 
 function userId() {
-  let id = localStorage.getItem(userKey);
+  let id = localStore.getItem(userKey);
   if (!id) {
     id = "web-" + Math.random().toString(36).slice(2, 12);
-    localStorage.setItem(userKey, id);
+    localStore.setItem(userKey, id);
   }
   return id;
 }
@@ -131,7 +150,7 @@ async function ask(text) {
   $("send").disabled = true;
   showError("");
   bubble("user", text);
-  const conversation = localStorage.getItem(conversationKey);
+  const conversation = localStore.getItem(conversationKey);
   const url = `${api}v3/chat` + (conversation ? `?conversation_id=${encodeURIComponent(conversation)}` : "");
   const answers = new Map();
   try {
@@ -149,7 +168,7 @@ async function ask(text) {
     if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
       const body = await response.json().catch(() => ({}));
       if (response.status === 401) {
-        sessionStorage.removeItem(tokenKey);
+        sessionStore.removeItem(tokenKey);
         token = "";
         $("token-form").hidden = false;
       }
@@ -158,7 +177,7 @@ async function ask(text) {
     for await (const { event, data } of events(response)) {
       if (event === "conversation.chat.created") {
         chatId = data.id;
-        if (data.conversation_id) localStorage.setItem(conversationKey, data.conversation_id);
+        if (data.conversation_id) localStore.setItem(conversationKey, data.conversation_id);
       } else if (event === "conversation.message.delta" || event === "conversation.message.completed") {
         if (data.role !== "assistant") continue;
         if (data.type === "follow_up" && event.endsWith("completed")) {
@@ -204,7 +223,7 @@ function start() {
   $("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
     token = $("token").value.trim();
-    sessionStorage.setItem(tokenKey, token);
+    sessionStore.setItem(tokenKey, token);
     $("token-form").hidden = !!token;
   });
   $("ask").addEventListener("submit", (e) => {
@@ -220,7 +239,7 @@ function start() {
     }
   });
   $("reset").addEventListener("click", () => {
-    localStorage.removeItem(conversationKey);
+    localStore.removeItem(conversationKey);
     $("log").replaceChildren();
   });
 }
