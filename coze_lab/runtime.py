@@ -50,6 +50,9 @@ class Runtime:
             self.db, clock=clock, check_file=self.files.retrieve
         )
         self.chat_store = ChatStore(self.db, clock=clock)
+        from coze_lab.core.memory import TableService
+
+        self.tables = TableService(self.db, clock=clock)
         self._chats: Any = None
         self._sandbox: Any = None
         self._engine: Any = None
@@ -128,6 +131,7 @@ class Runtime:
                 completer=self.completer,
                 http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 plugins=lambda: self.plugins,
+                tables=self.tables,
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,

@@ -435,3 +435,25 @@ class PluginCall(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (Index("ix_plugin_calls_owner_plugin", "owner_id", "plugin_id", "id"),)
+
+
+class UserTable(Base):
+    """A user's own table (Coze's database memory): its fields; the rows live in two real
+    tables, ``ut_<id>_draft`` and ``ut_<id>_online``."""
+
+    __tablename__ = "user_tables"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    bot_id: Mapped[int | None] = mapped_column(
+        ForeignKey("bots.id", ondelete="SET NULL"), nullable=True
+    )
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(String(2000), default="")
+    fields: Mapped[list] = mapped_column(JSON)
+    online_fields: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    published_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ux_user_tables_owner_name", "owner_id", "name", unique=True),)

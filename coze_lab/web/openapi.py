@@ -691,6 +691,59 @@ def _chat_ops() -> tuple[Operation, ...]:
             "studio",
             _CHAT,
         ),
+        *_table_ops(),
+    )
+
+
+def _table_ops() -> tuple[Operation, ...]:
+    op = Operation
+    field = {
+        "type": "object",
+        "properties": {
+            "name": _STR,
+            "type": {"enum": ["text", "number", "float", "boolean", "date"]},
+            "description": _STR,
+            "required": {"type": "boolean"},
+        },
+    }
+    create = {
+        "type": "object",
+        "required": ["name", "fields"],
+        "properties": {
+            "name": _STR,
+            "description": _STR,
+            "bot_id": _ID,
+            "fields": {"type": "array", "items": field},
+        },
+    }
+    path = "/coze_lab/api/tables/{table_id}"
+    return (
+        op("get", "/coze_lab/api/tables", "Your user tables", "studio"),
+        op("post", "/coze_lab/api/tables", "Create a user table (real SQL)", "studio", body=create),
+        op("get", path, "A user table", "studio"),
+        op("delete", path, "Delete a table and its rows", "studio"),
+        op(
+            "post",
+            path + "/fields",
+            "Add fields to the draft",
+            "studio",
+            body={"type": "object", "properties": {"fields": {"type": "array", "items": field}}},
+        ),
+        op("post", path + "/publish", "Give the online table the draft's fields", "studio"),
+        op(
+            "get",
+            path + "/rows",
+            "Your rows",
+            "studio",
+            query=(("scene", "string", False), ("limit", "integer", False)),
+        ),
+        op(
+            "post",
+            path + "/rows",
+            "Add a row",
+            "studio",
+            body={"type": "object", "properties": {"values": _OBJ, "scene": _STR}},
+        ),
     )
 
 

@@ -70,6 +70,13 @@ from coze_lab.web.handlers.studio_workflows import (
     WorkflowPublishHandler,
     WorkflowsHandler,
 )
+from coze_lab.web.handlers.tables import (
+    TableFieldsHandler,
+    TableHandler,
+    TablePublishHandler,
+    TableRowsHandler,
+    TablesHandler,
+)
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
@@ -139,6 +146,11 @@ STUDIO: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/api/conversations/([^/]+)/messages", StudioConversationMessagesHandler),
     (r"/coze_lab/api/conversations/([^/]+)/clear", StudioConversationClearHandler),
     (r"/coze_lab/api/chats/([^/]+)/cancel", StudioChatCancelHandler),
+    (r"/coze_lab/api/tables", TablesHandler),
+    (r"/coze_lab/api/tables/([^/]+)", TableHandler),
+    (r"/coze_lab/api/tables/([^/]+)/fields", TableFieldsHandler),
+    (r"/coze_lab/api/tables/([^/]+)/publish", TablePublishHandler),
+    (r"/coze_lab/api/tables/([^/]+)/rows", TableRowsHandler),
     (r"/coze_lab/api/plugins", PluginsHandler),
     (r"/coze_lab/api/plugins/([^/]+)", PluginItemHandler),
     (r"/coze_lab/api/plugins/([^/]+)/publish", PluginPublishHandler),

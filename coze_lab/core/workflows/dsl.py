@@ -270,6 +270,20 @@ class Workflow:
     def message(self, node_id: str, *, content: str, **kwargs: Any) -> str:
         return self.node("message", node_id, content=content, **kwargs)
 
+    def database(self, node_id: str, *, table: Any, operation: str, **kwargs: Any) -> str:
+        """Read or change a user table (``table``: its name, or a TableInfo).
+
+        Example:
+            >>> wf.database("recent", table="orders", operation="query",
+            ...             where=[{"field": "customer", "op": "==", "value": "{{start.name}}"}],
+            ...             order_by=[{"field": "id", "desc": True}], limit=5)  # doctest: +SKIP
+            >>> wf.database("total", table="orders", operation="sql",
+            ...             sql="SELECT sum(amount) AS total FROM orders "
+            ...                 "WHERE customer = {{start.name}}")          # doctest: +SKIP
+        """
+        name = getattr(table, "name", table)
+        return self.node("database", node_id, table=str(name), operation=operation, **kwargs)
+
     def plugin(self, node_id: str, *, plugin: Any, tool: str, **kwargs: Any) -> str:
         """Call a plugin tool; ``inputs=`` are its arguments, ``plugin`` a Plugin or its id.
 

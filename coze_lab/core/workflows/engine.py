@@ -36,7 +36,7 @@ from coze_lab.core.workflows.runs import (
     RunStore,
 )
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
-from coze_lab.core.workflows.template import MissingValue, render
+from coze_lab.core.workflows.template import MissingValue, bind_sql, render
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
 
@@ -171,6 +171,24 @@ class _Context:
         """An outbound call under the engine's SSRF policy."""
         return await guarded_request(self._engine.http_policy, method, url, **request)
 
+    @property
+    def tables(self) -> Any:
+        """The user tables (database nodes)."""
+        if self._engine.tables is None:
+            raise Unavailable("user tables are not configured in this engine")
+        return self._engine.tables
+
+    @property
+    def scene(self) -> str:
+        """``online`` for a run of a published version, else ``draft`` (debug runs)."""
+        return self._node.config.get("scene") or (
+            "online" if self._run.version is not None else "draft"
+        )
+
+    @property
+    def owner_id(self) -> int:
+        return self._run.owner_id
+
     async def call_plugin(self, plugin_id: int, tool: str, arguments: dict[str, Any]) -> Any:
         """A plugin tool called as the run's owner: the online version for a published run,
         else the draft (``scene``/``version`` in the node's config decide when set)."""
@@ -219,6 +237,7 @@ class Engine:
         completer: Completer | None = None,
         http_policy: OutboundPolicy | None = None,
         plugins: Callable[[], Any] | None = None,
+        tables: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
     ) -> None:
@@ -227,6 +246,7 @@ class Engine:
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
         self.plugins = plugins
+        self.tables = tables
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"
@@ -812,6 +832,9 @@ def resolve_inputs(
     for key in kind.templated:
         if key in node.config:
             inputs[f"__{key}__"] = render(node.config[key], values, strict=strict)
+    for key in kind.bound:
+        if key in node.config:
+            inputs[f"__{key}__"] = bind_sql(node.config[key], values, strict=strict)
     return inputs
 
 

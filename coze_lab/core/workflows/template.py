@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,3 +69,30 @@ def render(value: Any, values: Values, *, strict: bool = True) -> Any:
     if isinstance(value, list):
         return [render(v, values, strict=strict) for v in value]
     return value
+
+
+def bind_sql(sql: Any, values: Values, *, strict: bool = True) -> dict[str, Any]:
+    """SQL whose references become named parameters: values are bound, never pasted in.
+
+    A quoted reference (``'{{n.y}}'``) is a parameter too: the quotes go.
+
+    Example:
+        >>> bind_sql("SELECT * FROM t WHERE a = {{n.x}} AND b = '{{n.y}}'", {"n": {"x": 3, "y": 4}})
+        {'sql': 'SELECT * FROM t WHERE a = :p0 AND b = :p1', 'params': {'p0': 3, 'p1': 4}}
+    """
+    params: dict[str, Any] = {}
+    sql = re.sub(r"'\s*(" + REFERENCE.pattern + r")\s*'", r"\1", str(sql))
+
+    def placeholder(match: Any) -> str:
+        path = tuple(p for p in match.group(3).split(".") if p)
+        try:
+            value = lookup(values, Reference(match.group(1), match.group(2), path))
+        except MissingValue:
+            if strict:
+                raise
+            value = None
+        name = f"p{len(params)}"
+        params[name] = value
+        return f":{name}"
+
+    return {"sql": REFERENCE.sub(placeholder, sql), "params": params}

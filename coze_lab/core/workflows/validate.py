@@ -122,7 +122,7 @@ def node_outputs(node: NodeSpec) -> dict[str, str]:
 
 def _check_references(node: NodeSpec, nodes: dict[str, NodeSpec], upstream: set[str]) -> None:
     kind = NODE_TYPES[node.type]
-    templated = [node.config.get(key) for key in kind.templated]
+    templated = [node.config.get(key) for key in (*kind.templated, *kind.bound)]
     for ref in references([node.inputs, *templated]):
         if ref.node not in nodes:
             raise WorkflowDefinitionError(f"{ref} refers to unknown node '{ref.node}'", node.id)

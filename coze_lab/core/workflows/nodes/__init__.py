@@ -19,6 +19,7 @@ from coze_lab.core.workflows.nodes.basic import (
 from coze_lab.core.workflows.nodes.code import CodeNode
 from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, SubworkflowNode
 from coze_lab.core.workflows.nodes.condition import ConditionNode
+from coze_lab.core.workflows.nodes.database import DatabaseNode
 from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.intent import IntentNode
@@ -46,6 +47,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         IntentNode(),
         AssignNode(),
         PluginNode(),
+        DatabaseNode(),
     )
 }
 

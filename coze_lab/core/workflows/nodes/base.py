@@ -61,6 +61,15 @@ class NodeContext(Protocol):
 
     async def call_plugin(self, plugin_id: int, tool: str, arguments: dict[str, Any]) -> Any: ...
 
+    @property
+    def tables(self) -> Any: ...
+
+    @property
+    def scene(self) -> str: ...
+
+    @property
+    def owner_id(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class ChildOutcome:
@@ -80,6 +89,8 @@ class NodeKind:
     branching = False
     #: config keys holding templates; rendered into the inputs as ``__key__``
     templated: tuple[str, ...] = ()
+    #: config keys holding SQL whose references become bound parameters (``bind_sql``)
+    bound: tuple[str, ...] = ()
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
         return dict(node.outputs)

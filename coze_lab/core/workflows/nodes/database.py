@@ -1,0 +1,98 @@
+"""The database node: query, insert, update, delete or custom SQL on one user table.
+
+Values always travel as bound parameters: conditions and values are rendered to typed
+values, and references inside custom SQL become placeholders (``bind_sql``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coze_lab.core.ids import parse_id
+from coze_lab.core.workflows.nodes.base import NodeContext, NodeKind, NodeResult, require
+from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
+
+OPERATIONS = ("query", "insert", "update", "delete", "sql")
+_OUTPUTS = {
+    "query": {"rows": "array", "count": "integer"},
+    "insert": {"id": "string", "count": "integer"},
+    "update": {"count": "integer"},
+    "delete": {"count": "integer"},
+    "sql": {"rows": "array", "count": "integer"},
+}
+
+
+class DatabaseNode(NodeKind):
+    """``config``: ``table`` (its name; or ``table_id``), ``operation`` and per operation
+    ``fields``/``where``/``logic``/``order_by``/``limit`` (query), ``values`` (insert,
+    update), ``where`` (update, delete), ``sql`` + ``allow_writes`` (sql). Runs of a
+    published version use the table's online rows, other runs its draft rows."""
+
+    type = "database"
+    templated = ("where", "values")
+    bound = ("sql",)
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return dict(_OUTPUTS.get(node.config.get("operation", ""), {}))
+
+    def check(self, node: NodeSpec) -> None:
+        operation = node.config.get("operation")
+        if operation not in OPERATIONS:
+            raise WorkflowDefinitionError(f"operation must be one of {OPERATIONS}", node.id)
+        if "table_id" not in node.config:
+            require(node, "table", str, "a table name")
+        if operation == "sql":
+            require(node, "sql", str, "the SQL")
+        if operation in ("insert", "update") and not isinstance(node.config.get("values"), dict):
+            raise WorkflowDefinitionError(f"{operation} needs values {{field: value}}", node.id)
+        if operation in ("update", "delete") and not node.config.get("where"):
+            raise WorkflowDefinitionError(f"{operation} needs where conditions", node.id)
+        where = node.config.get("where", [])
+        if not isinstance(where, list) or not all(isinstance(w, dict) for w in where):
+            raise WorkflowDefinitionError("where must be a list of {field, op, value}", node.id)
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        tables = ctx.tables
+        config = node.config
+        owner, scene = ctx.owner_id, ctx.scene
+        if "table_id" in config:
+            table_id = parse_id(config["table_id"], "table_id")
+        else:
+            table_id = tables.find(owner, config["table"]).id
+        where = inputs.get("__where__") or []
+        logic = config.get("logic", "and")
+        operation = config["operation"]
+        if operation == "query":
+            rows = tables.query(
+                owner,
+                table_id,
+                scene,
+                fields=config.get("fields") or (),
+                where=where,
+                logic=logic,
+                order_by=config.get("order_by") or (),
+                limit=int(config.get("limit", 100)),
+            )
+            return NodeResult({"rows": rows, "count": len(rows)})
+        if operation == "insert":
+            row_id = tables.insert(owner, table_id, scene, inputs["__values__"])
+            return NodeResult({"id": str(row_id), "count": 1})
+        if operation == "update":
+            count = tables.update(
+                owner, table_id, scene, where=where, values=inputs["__values__"], logic=logic
+            )
+            return NodeResult({"count": count})
+        if operation == "delete":
+            return NodeResult(
+                {"count": tables.delete_rows(owner, table_id, scene, where=where, logic=logic)}
+            )
+        bound = inputs["__sql__"]
+        result = tables.execute(
+            owner,
+            table_id,
+            scene,
+            bound["sql"],
+            bound["params"],
+            allow_writes=bool(config.get("allow_writes")),
+        )
+        return NodeResult(result)

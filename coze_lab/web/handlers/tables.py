@@ -1,0 +1,111 @@
+"""Studio API for user tables: definitions, publishing, and their rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.ids import parse_id
+from coze_lab.core.memory import TableInfo
+from coze_lab.web.base import CozeHandler
+from coze_lab.web.params import int_value
+
+
+def table(info: TableInfo) -> dict[str, Any]:
+    return {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "bot_id": str(info.bot_id) if info.bot_id is not None else None,
+        "fields": [f.to_dict() for f in info.fields],
+        "online_fields": None
+        if info.online_fields is None
+        else [f.to_dict() for f in info.online_fields],
+        "published": info.online_fields is not None,
+    }
+
+
+class TablesHandler(CozeHandler):
+    """GET: your tables. POST: ``{name, fields: [{name, type, description?, required?}]}``."""
+
+    AUTH_RESOURCE = "coze_lab.tables"
+
+    def get(self) -> None:
+        user = self.studio_user()
+        self.reply({"tables": [table(t) for t in self.runtime.tables.list(user.id)]})
+
+    def post(self) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        description = body.get("description") or ""
+        if not isinstance(description, str):
+            raise InvalidParameter("description must be a string")
+        bot = body.get("bot_id")
+        bot_id = None if bot in (None, "") else self.runtime.bots.get(user.id, parse_id(bot)).id
+        info = self.runtime.tables.create(
+            user.id, body.get("name"), body.get("fields"), description=description, bot_id=bot_id
+        )
+        self.reply(table(info), status=201)
+
+
+class TableHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.tables"
+
+    def get(self, table_id: str) -> None:
+        user = self.studio_user()
+        self.reply(table(self.runtime.tables.get(user.id, parse_id(table_id, "table_id"))))
+
+    def delete(self, table_id: str) -> None:
+        user = self.studio_user()
+        self.runtime.tables.delete(user.id, parse_id(table_id, "table_id"))
+        self.reply(None)
+
+
+class TableFieldsHandler(CozeHandler):
+    """POST: add fields to the draft."""
+
+    AUTH_RESOURCE = "coze_lab.tables"
+
+    def post(self, table_id: str) -> None:
+        user = self.studio_user()
+        info = self.runtime.tables.add_fields(
+            user.id, parse_id(table_id, "table_id"), self.json_body().get("fields")
+        )
+        self.reply(table(info))
+
+
+class TablePublishHandler(CozeHandler):
+    AUTH_RESOURCE = "coze_lab.tables"
+
+    def post(self, table_id: str) -> None:
+        user = self.studio_user()
+        self.reply(table(self.runtime.tables.publish(user.id, parse_id(table_id, "table_id"))))
+
+
+class TableRowsHandler(CozeHandler):
+    """GET: rows (``?scene=draft|online&limit=``). POST: ``{values, scene?}`` adds one."""
+
+    AUTH_RESOURCE = "coze_lab.tables"
+
+    def get(self, table_id: str) -> None:
+        user = self.studio_user()
+        rows = self.runtime.tables.query(
+            user.id,
+            parse_id(table_id, "table_id"),
+            self.get_query_argument("scene", "draft"),
+            limit=int_value(
+                self.get_query_argument("limit", None), "limit", default=100, low=1, high=1000
+            ),
+        )
+        self.reply({"rows": rows})
+
+    def post(self, table_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        row_id = self.runtime.tables.insert(
+            user.id,
+            parse_id(table_id, "table_id"),
+            str(body.get("scene", "draft")),
+            body.get("values") or {},
+        )
+        self.reply({"id": str(row_id)}, status=201)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+
+import coze_lab as cl
+from coze_lab.core.workflows import WorkflowDefinitionError
+from coze_lab.local import LocalHost
+
+
+def test_a_workflow_writes_and_reads_a_user_table(host: LocalHost) -> None:
+    tables = host.runtime.tables
+    orders = tables.create(
+        host.user.id, "orders", [{"name": "customer"}, {"name": "amount", "type": "number"}]
+    )
+    wf = cl.Workflow("orders_flow")
+    wf.inputs(customer=str, amount=int)
+    wf.database(
+        "add",
+        table="orders",
+        operation="insert",
+        values={"customer": "{{start.customer}}", "amount": "{{start.amount}}"},
+    )
+    wf.database(
+        "total",
+        table="orders",
+        operation="sql",
+        sql="SELECT SUM(amount) AS total FROM orders WHERE customer = '{{start.customer}}'",
+    )
+    wf.database(
+        "recent",
+        table="orders",
+        operation="query",
+        where=[{"field": "customer", "op": "==", "value": "{{start.customer}}"}],
+        order_by=[{"field": "amount", "desc": True}],
+        limit=1,
+    )
+    wf.end(total="{{total.rows}}", top="{{recent.rows}}", added="{{add.id}}")
+    first = host.run(wf.validate(), {"customer": "ada", "amount": 5})
+    assert first.status == "succeeded", first.error
+    second = host.run(wf.validate(), {"customer": "ada'; DROP TABLE orders; --", "amount": 7})
+    assert second.status == "succeeded", second.error
+    assert second.outputs["total"] == [{"total": 7}]  # the hostile name is just a value
+    third = host.run(wf.validate(), {"customer": "ada", "amount": 9})
+    assert third.outputs["total"] == [{"total": 14}]
+    assert third.outputs["top"][0]["amount"] == 9
+    assert len(tables.query(host.user.id, orders.id, "draft")) == 3
+    assert third.nodes["add"].outputs["count"] == 1
+
+
+def test_database_node_definition_errors_name_the_node() -> None:
+    wf = cl.Workflow("bad_db")
+    wf.inputs(x=str)
+    with pytest.raises(WorkflowDefinitionError) as caught:
+        wf.database("gone", table="t", operation="delete")  # deleting needs conditions
+    assert "gone" in str(caught.value) and "where" in str(caught.value)
+    with pytest.raises(WorkflowDefinitionError):
+        wf.database("q", table="t", operation="merge")
+    with pytest.raises(WorkflowDefinitionError):
+        wf.database("s", table="t", operation="sql", sql="SELECT {{nowhere.x}} FROM t")
+        wf.end(n="{{s.count}}")
+        wf.validate()
