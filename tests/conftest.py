@@ -17,8 +17,10 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from coze_lab.config import CozeLab
+from coze_lab.local import LocalHost
 from coze_lab.runtime import Runtime
 from coze_lab.store import sqlite_url
+from coze_lab.testing import ModelServer
 from tests.support import FakeClock, ServerProcess
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -110,3 +112,22 @@ def jp_server_config(tmp_path: Path, db_url: str) -> dict:
             "local_user": "lab-owner",
         },
     }
+
+
+# ---- a model for in-process agents (chats, cl.Bot) -----------------------------------------
+@pytest.fixture
+def model_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
+    """The local model server as the environment's default model (``OPENAI_*``)."""
+    with ModelServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("COZE_LAB_DEFAULT_MODEL", "coze-lab-demo")
+        yield server
+
+
+@pytest.fixture
+def agent_host(runtime: Runtime, model_env: ModelServer) -> Iterator[LocalHost]:
+    """The runtime on a background loop (as ``cl.Bot`` uses it), with the model server."""
+    local = LocalHost(runtime, "agent")
+    yield local
+    local.close()

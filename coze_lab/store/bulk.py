@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, CursorResult, Executable, Table, insert
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 
 Compiled = tuple[str, list[str] | None, dict[str, Callable[[Any], Any] | None], dict[str, Any]]
 
@@ -57,10 +58,23 @@ class Prepared:
         return connection.exec_driver_sql(compiled[0], self._args(compiled, params))
 
     def run_many(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Straight to the DBAPI cursor, inside the connection's transaction (nothing is
+        read back, so SQLAlchemy's execution context would only cost time)."""
         compiled = self._for(connection.dialect)
         params = [self._args(compiled, row) for row in rows]
-        if params:
-            connection.exec_driver_sql(compiled[0], params)
+        if not params:
+            return
+        dbapi = connection.dialect.loaded_dbapi
+        cursor = connection.connection.cursor()
+        try:
+            if len(params) == 1:
+                cursor.execute(compiled[0], params[0])
+            else:
+                cursor.executemany(compiled[0], params)
+        except dbapi.Error as exc:  # the same exception classes as any other statement
+            raise DBAPIError.instance(compiled[0], params, exc, dbapi.Error) from exc
+        finally:
+            cursor.close()
 
 
 class BulkInsert(Prepared):
