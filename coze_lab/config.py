@@ -66,6 +66,11 @@ class CozeLab(Configurable):
         help="Seconds a worker's claim on a running workflow lasts without renewal; "
         "a run whose worker died is recovered after it.",
     ).tag(config=True)
+    chat_keepalive_s = Float(
+        15.0,
+        help="Seconds a chat stream may stay quiet before conversation.chat.in_progress is "
+        "sent again as a keep-alive (proxies close idle connections).",
+    ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
     )

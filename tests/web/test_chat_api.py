@@ -73,6 +73,7 @@ def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]
         "OPENAI_BASE_URL": model_server.url,
         "OPENAI_API_KEY": "test-key",
         "COZE_LAB_DEFAULT_MODEL": "coze-lab-demo",
+        "COZE_LAB_CHAT_KEEPALIVE_S": "0.5",
     }
     process = ServerProcess(data_dir, db_url, env=env).start()
     yield Lab(process, tokens, workspaces, data_dir, db_url)
@@ -525,3 +526,84 @@ def test_concurrent_streams_all_complete(lab: Lab, model_server: ModelServer) ->
     for t in threads:
         t.join(60)
     assert sorted(results) == sorted(f"[demo model] You said: q{i}" for i in range(20))
+
+
+def test_a_quiet_stream_gets_keepalives_cozepy_understands(lab: Lab, model_server) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    model_server.script([TextReply("slow thinker", delay=1.6)])
+    events = list(lab.coze().chat.stream(bot_id=bot_id, user_id="u", additional_messages=ask("?")))
+    names = [e.event for e in events]
+    first_delta = names.index(ChatEventType.CONVERSATION_MESSAGE_DELTA)
+    assert names[:first_delta].count(ChatEventType.CONVERSATION_CHAT_IN_PROGRESS) >= 3
+    assert names[-1] == ChatEventType.CONVERSATION_CHAT_COMPLETED
+
+
+def test_another_user_reaches_nothing(lab: Lab, model_server) -> None:
+    """Every chat, conversation and bot endpoint, with bob's token on alice's ids."""
+    weather = {"name": "f", "parameters": {"type": "object", "properties": {}}}
+    bot_id = lab.post("/v1/bot/create", json={"name": "A", "functions": [weather]}).json()["data"][
+        "bot_id"
+    ]
+    publish(lab, bot_id)
+    model_server.script([ToolCallsReply([ScriptedToolCall("f", {}, id="c")])])
+    chat = lab.coze().chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("x"))
+    assert chat.chat.status == ChatStatus.REQUIRES_ACTION
+    conv, chat_id = chat.chat.conversation_id, chat.chat.id
+    message_id = chat.messages[0].id
+    q = {"conversation_id": conv}
+    qc = {"conversation_id": conv, "chat_id": chat_id}
+    qm = {"conversation_id": conv, "message_id": message_id}
+    calls = [
+        ("GET", "/v1/bot/get_online_info", {"params": {"bot_id": bot_id}}),
+        ("GET", f"/v1/bots/{bot_id}", {}),
+        ("POST", "/v1/bot/update", {"json": {"bot_id": bot_id, "name": "B"}}),
+        ("POST", "/v1/bot/publish", {"json": {"bot_id": bot_id, "connector_ids": ["1024"]}}),
+        ("POST", f"/v1/bots/{bot_id}/unpublish", {"json": {"connector_id": "1024"}}),
+        ("POST", "/v1/conversation/create", {"json": {"bot_id": bot_id}}),
+        ("GET", "/v1/conversation/retrieve", {"params": q}),
+        ("PUT", f"/v1/conversations/{conv}", {"json": {"name": "x"}}),
+        ("POST", f"/v1/conversations/{conv}/clear", {}),
+        (
+            "POST",
+            "/v1/conversation/message/create",
+            {"params": q, "json": {"role": "user", "content": "x"}},
+        ),
+        ("POST", "/v1/conversation/message/list", {"params": q, "json": {}}),
+        ("GET", "/v1/conversation/message/retrieve", {"params": qm}),
+        ("POST", "/v1/conversation/message/modify", {"params": qm, "json": {"content": "x"}}),
+        ("POST", "/v1/conversation/message/delete", {"params": qm}),
+        ("POST", "/v3/chat", {"params": q, "json": {"bot_id": bot_id}}),
+        ("POST", "/v3/chat/retrieve", {"params": qc}),
+        ("GET", "/v3/chat/message/list", {"params": qc}),
+        (
+            "POST",
+            "/v3/chat/submit_tool_outputs",
+            {"params": qc, "json": {"tool_outputs": [{"tool_call_id": "c", "output": "stolen"}]}},
+        ),
+        ("POST", "/v3/chat/cancel", {"json": {"conversation_id": conv, "chat_id": chat_id}}),
+        ("DELETE", f"/v1/conversations/{conv}", {}),
+        ("GET", f"/coze_lab/api/bots/{bot_id}", {}),
+        ("POST", f"/coze_lab/api/bots/{bot_id}/chat", {"json": {"message": "x"}}),
+        ("GET", f"/coze_lab/api/bots/{bot_id}/conversations", {}),
+        ("GET", f"/coze_lab/api/conversations/{conv}/messages", {}),
+        ("POST", f"/coze_lab/api/chats/{chat_id}/cancel", {"json": {}}),
+        ("DELETE", f"/coze_lab/api/bots/{bot_id}", {}),
+    ]
+    headers = {"Authorization": f"Bearer {lab.tokens['bob']}"}
+    for method, path, kwargs in calls:
+        response = httpx.request(
+            method, lab.server.url + path, headers=headers, timeout=30, **kwargs
+        )
+        body = response.json()
+        if path.endswith("/conversations") and method == "GET":  # an empty list of bob's
+            assert body["data"]["conversations"] == [], path
+            continue
+        assert response.status_code == 404 and body["code"] == 4200, (method, path, body)
+    # alice's things are untouched
+    coze = lab.coze()
+    assert coze.chat.retrieve(conversation_id=conv, chat_id=chat_id).status == (
+        ChatStatus.REQUIRES_ACTION
+    )
+    assert coze.bots.retrieve(bot_id=bot_id, use_api_version=2).name == "A"
+    assert len(list(coze.conversations.messages.list(conversation_id=conv))) == 2

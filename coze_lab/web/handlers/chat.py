@@ -11,10 +11,6 @@ from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.sse import send_event, start_stream
 
-#: a quiet stream repeats ``conversation.chat.in_progress`` this often: a keep-alive that
-#: Coze clients understand (cozepy refuses SSE comment lines)
-KEEPALIVE_S = 15.0
-
 
 def event_payload(event: ChatEvent) -> dict[str, Any] | str:
     if event.chat is not None:
@@ -28,10 +24,15 @@ def event_payload(event: ChatEvent) -> dict[str, Any] | str:
 
 async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
     """Send a chat's events as Coze SSE until ``done`` or until the client goes away (the
-    chat goes on either way)."""
+    chat goes on either way).
+
+    A quiet stream repeats ``conversation.chat.in_progress`` every ``chat_keepalive_s``: a
+    keep-alive that Coze clients understand (cozepy refuses SSE comment lines).
+    """
     start_stream(handler)
     sent = 0
-    async for event in handle.channel.follow(idle_s=KEEPALIVE_S):
+    idle_s = handler.runtime.config.chat_keepalive_s
+    async for event in handle.channel.follow(idle_s=idle_s):
         if event is None:
             event = ChatEvent(ev.CHAT_IN_PROGRESS, chat=handle.chat)
         else:
