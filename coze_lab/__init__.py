@@ -6,13 +6,26 @@ The notebook API lives here; the services are in ``coze_lab.core``, the storage 
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
-from coze_lab.bot import Bot, ChatReply
-from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
-from coze_lab.discovery import connect
-from coze_lab.plugin import Plugin
+
+if TYPE_CHECKING:
+    from coze_lab.bot import Bot, ChatReply
+    from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
+    from coze_lab.discovery import connect
+    from coze_lab.plugin import Plugin
+
+#: imported on first use: the server and the CLI start without the notebook API's weight
+_LAZY = {
+    "Bot": "coze_lab.bot",
+    "ChatReply": "coze_lab.bot",
+    "Plugin": "coze_lab.plugin",
+    "Workflow": "coze_lab.core.workflows",
+    "WorkflowDefinitionError": "coze_lab.core.workflows",
+    "connect": "coze_lab.discovery",
+}
 
 __all__ = [
     "Bot",
@@ -23,6 +36,18 @@ __all__ = [
     "__version__",
     "connect",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'coze_lab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-from coze_lab.core.memory.sql import scoped_statement
 from coze_lab.core.memory.tables import Field, TableInfo, TableService, parse_fields
 
-__all__ = ["Field", "TableInfo", "TableService", "parse_fields", "scoped_statement"]
+__all__ = ["Field", "TableInfo", "TableService", "parse_fields"]

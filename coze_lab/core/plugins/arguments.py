@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
 
@@ -39,9 +37,7 @@ def prepare_arguments(schema: dict[str, Any], arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise ArgumentError("arguments must be a JSON object")
     value = coerce(schema, arguments)
-    errors = sorted(
-        Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path)
-    )
+    errors = sorted(_validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         raise ArgumentError("invalid arguments: " + "; ".join(_describe(e) for e in errors[:10]))
     return value
@@ -101,3 +97,10 @@ def _from_text(text: str, kinds: list[str]) -> Any:
         if kind == "null" and stripped.lower() in ("null", "none", ""):
             return None
     return text
+
+
+def _validator(schema: Any) -> Any:
+    # jsonschema loads slowly (its format checkers build parsers at import): on first use
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from jsonschema import Draft202012Validator
 
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.net import OutboundPolicy, guarded_request
@@ -92,7 +91,7 @@ def read_answer(response: httpx.Response, schemas: dict[str, Any], max_chars: in
     ok = 200 <= response.status_code < 300
     schema = _schema_for(schemas, response.status_code)
     if ok and data is not None and schema:
-        errors = list(Draft202012Validator(schema).iter_errors(data))
+        errors = list(_validator(schema).iter_errors(data))
         if errors:
             warning = f"the response does not match its schema: {errors[0].message}"
     output = truncate(text, max_chars)
@@ -127,3 +126,10 @@ def describe_failure(exc: BaseException) -> str:
 
 def _schema_for(schemas: dict[str, Any], status: int) -> Any:
     return schemas.get(str(status)) or schemas.get(f"{str(status)[0]}XX") or schemas.get("default")
+
+
+def _validator(schema: Any) -> Any:
+    # jsonschema loads slowly (its format checkers build parsers at import): on first use
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)

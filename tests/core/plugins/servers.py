@@ -45,8 +45,9 @@ class PluginTestServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None
-                      ) -> None:
+            def _send(
+                self, status: int, payload: Any, headers: dict[str, str] | None = None
+            ) -> None:
                 raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -109,8 +110,9 @@ class PluginTestServer:
                     return
                 code = secrets.token_urlsafe(8)
                 outer.codes[code] = query
-                target = query["redirect_uri"] + "?" + urlencode(
-                    {"code": code, "state": query["state"]})
+                target = (
+                    query["redirect_uri"] + "?" + urlencode({"code": code, "state": query["state"]})
+                )
                 self._send(302, {}, {"Location": target})
 
             def _token(self, auth: str, form: dict[str, str]) -> None:
@@ -128,8 +130,11 @@ class PluginTestServer:
                         self._send(400, {"error": "invalid_grant"})
                         return
                     verifier = form.get("code_verifier", "")
-                    challenge = base64.urlsafe_b64encode(
-                        hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+                    challenge = (
+                        base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+                        .rstrip(b"=")
+                        .decode()
+                    )
                     if asked.get("code_challenge") != challenge:
                         self._send(400, {"error": "invalid_grant", "why": "pkce"})
                         return
@@ -144,8 +149,11 @@ class PluginTestServer:
                     return
                 access = "at-" + secrets.token_urlsafe(8)
                 outer.access_tokens.add(access)
-                answer: dict[str, Any] = {"access_token": access, "token_type": "bearer",
-                                          "expires_in": outer.expires_in}
+                answer: dict[str, Any] = {
+                    "access_token": access,
+                    "token_type": "bearer",
+                    "expires_in": outer.expires_in,
+                }
                 if grant != "client_credentials":
                     refresh = "rt-" + secrets.token_urlsafe(8)
                     outer.refresh_tokens.add(refresh)
@@ -157,7 +165,9 @@ class PluginTestServer:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
 
     def __enter__(self) -> PluginTestServer:
         self._thread.start()
@@ -305,8 +315,9 @@ ME_JSON = {
 }
 
 
-def oauth_manifest(server: PluginTestServer, grant: str = "authorization_code",
-                   **extra: Any) -> dict[str, Any]:
+def oauth_manifest(
+    server: PluginTestServer, grant: str = "authorization_code", **extra: Any
+) -> dict[str, Any]:
     return {
         "name_for_model": "me",
         "auth": {
