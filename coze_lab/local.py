@@ -46,6 +46,7 @@ class LocalHost:
 
     def close(self) -> None:
         self.call(self.runtime.close())
+        self.call(self._loop.shutdown_asyncgens())  # finish streams left half-read
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 

@@ -411,7 +411,11 @@ class ChatService:
             run_id = await engine.start(
                 owner_id, spec, args, workflow_id=workflow_id, version=version
             )
-            info = await engine.wait(run_id)
+            try:
+                info = await engine.wait(run_id)
+            except asyncio.CancelledError:  # the chat was canceled: so is its workflow run
+                await asyncio.shield(engine.cancel(owner_id, run_id))
+                raise
             meta = {"execute_id": str(run_id), "status": info.status}
             if info.status == "succeeded":
                 return ToolOutcome(tool_text(info.outputs or {}), meta=meta)

@@ -118,3 +118,50 @@ def test_a_paused_workflow_tool_reports_the_question(agent_host: LocalHost, mode
     assert body["status"] == "waiting for a person"
     assert body["questions"][0]["question"] == "Approve lunch?"
     assert response.meta_data["status"] == "interrupted"
+
+
+def test_cancel_during_a_workflow_tool_cancels_its_run(
+    agent_host: LocalHost, model_env: ModelServer
+) -> None:
+    import coze_lab as cl
+
+    wf = cl.Workflow("wait_for_human")
+    wf.inputs(topic=str)
+    wf.question("ok", question="Approve {{start.topic}}?")
+    wf.end(answer="{{ok.answer}}")
+    saved = agent_host.runtime.workflows.save(agent_host.user.id, wf.to_json())
+    bot_id = make_bot(agent_host, workflow_id_list={"ids": [{"id": str(saved.id)}]})
+    model_env.script([ToolCallsReply([ScriptedToolCall("wait_for_human", {"topic": "x"})])])
+    engine = agent_host.runtime.engine
+
+    async def go():
+        request = parse_chat_request(
+            {
+                "bot_id": str(bot_id),
+                "stream": True,
+                "additional_messages": [{"role": "user", "content": "go"}],
+            }
+        )
+        chats = agent_host.runtime.chats
+        original = engine.wait
+        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def slow_wait(run_id: int):  # the tool is still waiting when the cancel comes
+            if not started.done():
+                started.set_result(run_id)
+            await asyncio.sleep(30)
+            return await original(run_id)
+
+        engine.wait = slow_wait
+        try:
+            handle = await chats.start(agent_host.user.id, connectors.PLAYGROUND, request)
+            run_id = await asyncio.wait_for(started, 10)
+            await chats.cancel(agent_host.user.id, connectors.PLAYGROUND, None, handle.chat.id)
+            await chats.wait(handle.chat.id)
+        finally:
+            engine.wait = original
+        return run_id, handle.chat.id
+
+    run_id, chat_id = agent_host.call(go(), timeout=30)
+    assert agent_host.runtime.chat_store.status(chat_id) == "canceled"
+    assert engine.store.get(run_id, nodes=False).status == "canceled"
