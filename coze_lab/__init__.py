@@ -26,6 +26,7 @@ _LAZY = {
     "WorkflowDefinitionError": "coze_lab.core.workflows",
     "connect": "coze_lab.discovery",
 }
+_LAZY_MODULES = ("runs",)
 
 __all__ = [
     "Bot",
@@ -35,6 +36,7 @@ __all__ = [
     "WorkflowDefinitionError",
     "__version__",
     "connect",
+    "runs",
 ]
 
 
@@ -43,11 +45,13 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"coze_lab.{name}")
     raise AttributeError(f"module 'coze_lab' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, *_LAZY_MODULES])
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
