@@ -29,7 +29,7 @@ def get(run_id: str | int) -> Any:
     return current().run(run_id)
 
 
-def list(workflow_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:  # noqa: A001
+def list(workflow_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
     """Your newest runs (of one workflow, when given)."""
     return current().runs(workflow_id, limit)
 
