@@ -4,7 +4,7 @@ import {
   refreshIcon
 } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { cozeIcon } from './icons';
 import { ICozeLabPanel, ICozeLabSidebar } from './tokens';
@@ -51,6 +51,9 @@ export class CozeLabSidebar extends SidePanel implements ICozeLabSidebar {
     }
     this._ranks.splice(index, 0, rank);
     this._panels.splice(index, 0, panel);
+    if (SplitPanel.getStretch(panel) <= 0) {
+      SplitPanel.setStretch(panel, 1); // share the height (larger sections set more)
+    }
     this.insertWidget(index, panel);
     panel.disposed.connect(() => {
       const i = this._panels.indexOf(panel);

@@ -3,7 +3,8 @@
 The sidebar answers a pending question and streams a chat; the run widget shows a run
 started from a notebook cell and resumes it from its inline form; the Web SDK page and
 its embed script chat with a published bot using a token bound to the Web SDK connector.
-Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
+The sidebar also starts a run from a typed form, shows the run's live trace and
+continues, starts and clears chat conversations. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
 ``test_sidebar_browser.py`` (Chromium at ``/usr/bin/chromium``, the built lab extension).
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -22,10 +25,11 @@ from collections.abc import Iterator
 import httpx
 import nbformat
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 import coze_lab as cl
-from coze_lab.testing import ModelServer, TextReply
+from coze_lab.client import Studio
+from coze_lab.testing import ErrorReply, ModelServer, TextReply
 from tests.conftest import SANDBOX_CACHE
 from tests.web.test_sidebar_browser import (  # noqa: F401  (fixtures)
     ARTIFACTS,
@@ -119,9 +123,9 @@ def page(browser, lab: Lab) -> Iterator[Page]:  # noqa: F811
     assert not [e for e in errors if "coze" in e.lower()], errors
 
 
-def studio(lab: Lab) -> cl.client.Studio:
+def studio(lab: Lab) -> Studio:
     """The studio API as the lab's user (the Jupyter token, like ``cl.connect()``)."""
-    return cl.client.Studio(lab.url, lab.token)
+    return Studio(lab.url, lab.token)
 
 
 def question_workflow(name: str) -> cl.Workflow:
@@ -314,3 +318,188 @@ def test_the_web_sdk_page_refuses_a_token_without_the_binding(page: Page, lab: L
     page.get_by_test_id("sdk-input").fill("Hi")
     page.get_by_test_id("sdk-send").click()
     expect(page.get_by_test_id("sdk-error")).to_contain_text("4101", timeout=UI_TIMEOUT_MS)
+
+
+def test_a_run_form_starts_a_run_and_its_trace_follows_it(
+    page: Page, lab: Lab, model: ModelServer
+) -> None:
+    api = studio(lab)
+    wf = cl.Workflow("form_and_trace")
+    wf.inputs(topic=str, count=int, ratio=(float, 0.5), flag=bool, tags=list, meta=(dict, {}))
+    wf.text("greet", template="{{start.topic}} x{{start.count}}")
+    wf.question("approve", question="Judge {{start.topic}}?", choices=["yes", "no"])
+    wf.llm("judge", prompt="Judge {{start.topic}}")
+    wf.end(verdict="{{judge.output}}")
+    saved = api.save_workflow(wf)
+    open_lab(page, lab)
+    section(page, "Workflows & runs")
+    workflow = page.get_by_test_id("coze-lab-workflow").filter(has_text="form_and_trace")
+    workflow.get_by_test_id("coze-lab-workflow-run").click()
+    form = page.get_by_test_id("coze-lab-run-form")
+    expect(form.get_by_test_id("coze-lab-run-field")).to_have_count(6, timeout=UI_TIMEOUT_MS)
+
+    def field(name: str) -> Locator:
+        return form.locator(f'label[data-field="{name}"]')
+
+    def message(name: str) -> Locator:
+        return field(name).get_by_test_id("coze-lab-run-field-error")
+
+    expect(field("ratio").locator("input")).to_have_value("0.5")  # the default, typed
+    expect(field("meta").locator("textarea")).to_have_value("{}")
+    # Inline validation: nothing is sent while a field is wrong.
+    form.get_by_test_id("coze-lab-run-start").click()
+    for name in ("topic", "count", "tags"):
+        expect(message(name)).to_have_text("required")
+    expect(message("ratio")).to_be_hidden()
+    field("topic").locator("input").fill("rockets")
+    field("count").locator("input").fill("2.5")
+    field("tags").locator("textarea").fill('{"a": 1}')
+    field("meta").locator("textarea").fill("{oops")
+    form.get_by_test_id("coze-lab-run-start").click()
+    expect(message("topic")).to_be_hidden()
+    expect(message("count")).to_have_text("must be a whole number")
+    expect(message("tags")).to_contain_text("must be a JSON array")
+    expect(message("meta")).to_contain_text("invalid JSON")
+    shot(page, "sidebar_run_form.png")
+    assert not api.runs(saved["id"]), "an invalid form started a run"
+    field("count").locator("input").fill("3")
+    field("flag").locator("input").check()
+    field("tags").locator("textarea").fill('["x", "y"]')
+    field("meta").locator("textarea").fill('{"k": [1, 2]}')
+    form.get_by_test_id("coze-lab-run-start").click()
+    expect(form).to_be_hidden(timeout=UI_TIMEOUT_MS)
+
+    # The new run's trace opens at once and follows the run while it is live.
+    trace = page.get_by_test_id("coze-lab-trace")
+    expect(trace).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    run_id = trace.get_attribute("data-run-id")
+    info = api.run_info(run_id)
+    assert info["workflow_id"] == saved["id"]
+    assert {k: info["inputs"][k] for k in ("topic", "count", "flag", "tags", "meta")} == {
+        "topic": "rockets",
+        "count": 3,
+        "flag": True,
+        "tags": ["x", "y"],
+        "meta": {"k": [1, 2]},
+    }
+    greet = trace.locator('[data-testid="coze-lab-trace-node"][data-node-id="greet"]')
+    expect(greet).to_have_attribute("data-status", "succeeded")
+    # In the order they ran (the start node first).
+    expect(trace.get_by_test_id("coze-lab-trace-node").first).to_have_attribute(
+        "data-node-id", "start"
+    )
+    expect(greet.get_by_test_id("coze-lab-trace-timing")).to_contain_text("attempt")
+    greet.locator('details[data-part="outputs"] summary').click()
+    expect(greet.locator('details[data-part="outputs"] pre')).to_contain_text("rockets x3")
+    expect(
+        trace.locator('[data-testid="coze-lab-trace-node"][data-node-id="approve"]')
+    ).to_have_attribute("data-status", "interrupted")
+    expect(trace.locator(".jp-CozeLab-subhead")).to_be_in_viewport()  # scrolled to it
+    # The sections share the height (runs get the most) and each scrolls on its own.
+    sizes = page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.jp-CozeLab-panel')]
+            .map(n => [n.id, [n.clientHeight, n.scrollHeight, getComputedStyle(n).overflowY]]))"""
+    )
+    runs_height, runs_content, overflow = sizes.pop("coze-lab-runs")
+    assert overflow == "auto" and runs_content > runs_height, sizes
+    assert all(0 < height < runs_height for height, _, _ in sizes.values()), sizes
+    shot(page, "sidebar_trace_live.png")
+
+    # Answer in the sidebar: the model refuses, the run fails at `judge`, the trace follows.
+    model.script([ErrorReply(400, "context too long")])
+    page.get_by_test_id("coze-lab-interrupt").filter(has_text="Judge rockets?").locator(
+        'button[data-choice="yes"]'
+    ).click()
+    expect(trace).to_have_attribute("data-status", "failed", timeout=UI_TIMEOUT_MS)
+    judge = trace.locator('[data-testid="coze-lab-trace-node"][data-node-id="judge"]')
+    expect(judge).to_have_class(re.compile(r"jp-mod-failed"))
+    expect(judge.get_by_test_id("coze-lab-trace-error")).to_contain_text("context too long")
+    expect(greet).not_to_have_class(re.compile(r"jp-mod-failed"))
+    # What was expanded stays expanded across refreshes.
+    expect(greet.locator('details[data-part="outputs"]')).to_have_attribute("open", "")
+    assert model.pending == 0
+    # The traced run is the selected one in the list.
+    run = page.locator(f'[data-testid="coze-lab-run"][data-run-id="{run_id}"]')
+    expect(run).to_have_class(re.compile(r"jp-mod-selected"))
+    shot(page, "sidebar_trace_failed.png")
+
+
+def test_chat_conversations_are_picked_continued_and_cleared(
+    page: Page, lab: Lab, model: ModelServer
+) -> None:
+    api = studio(lab)
+    bot = api.create_bot(
+        name="Conversation keeper",
+        prompt_info={"prompt": "You remember."},
+        model_info_config={"model_id": "default"},
+    )
+    open_lab(page, lab)
+    section(page, "Bots & chat")
+    row = page.get_by_test_id("coze-lab-bot").filter(has_text="Conversation keeper")
+    row.get_by_test_id("coze-lab-bot-chat").click()
+    picker = page.get_by_test_id("coze-lab-chat-conversations")
+    log = page.get_by_test_id("coze-lab-chat-log")
+
+    def say(text: str, reply: str) -> None:
+        model.script([TextReply(reply)])
+        page.get_by_test_id("coze-lab-chat-input").fill(text)
+        page.get_by_test_id("coze-lab-chat-send").click()
+        expect(log.get_by_test_id("coze-lab-chat-answer").last).to_have_text(
+            reply, timeout=UI_TIMEOUT_MS
+        )
+        expect(page.get_by_test_id("coze-lab-chat-send")).to_be_enabled()
+
+    say("My name is Ada.", "Hello Ada.")
+    expect(picker.locator("option")).to_have_count(2, timeout=UI_TIMEOUT_MS)
+    first = picker.input_value()
+    assert first, "the new conversation is selected in the picker"
+    page.get_by_test_id("coze-lab-chat-new").click()
+    expect(log.get_by_test_id("coze-lab-chat-answer")).to_have_count(0)
+    say("Another topic.", "Sure.")
+    expect(picker.locator("option")).to_have_count(3, timeout=UI_TIMEOUT_MS)
+    assert picker.input_value() not in ("", first)
+    assert "My name is Ada." not in json.dumps(model.requests[-1]["messages"])
+
+    # Pick the first conversation: its history loads oldest first, page by page.
+    pages: list[str] = []
+
+    def first_page_only(route: Route) -> None:
+        # The server's page, cut after the first message with has_more, as if longer.
+        pages.append(route.request.url)
+        response = route.fetch()
+        body = response.json()
+        if "after_id" not in route.request.url and len(body["data"]["messages"]) > 1:
+            body["data"]["messages"] = body["data"]["messages"][:1]
+            body["data"]["last_id"] = body["data"]["messages"][0]["id"]
+            body["data"]["has_more"] = True
+        route.fulfill(response=response, json=body)
+
+    page.route("**/coze_lab/api/conversations/*/messages*", first_page_only)
+    picker.select_option(first)
+    expect(log).to_have_attribute("data-loaded", first, timeout=UI_TIMEOUT_MS)
+    page.unroute("**/coze_lab/api/conversations/*/messages*")
+    assert len(pages) == 2 and "after_id=" in pages[1], pages
+    expect(log.get_by_test_id("coze-lab-chat-question")).to_have_text(["My name is Ada."])
+    expect(log.get_by_test_id("coze-lab-chat-answer")).to_have_text(["Hello Ada."])
+
+    # Continue it: the model sees the earlier turn.
+    say("What is my name?", "Ada.")
+    assert "My name is Ada." in json.dumps(model.requests[-1]["messages"])
+    conversations = api.conversations(bot["bot_id"])
+    assert len(conversations) == 2
+
+    # Clear the context: a new section, the model no longer sees the earlier turns.
+    page.get_by_test_id("coze-lab-chat-clear").click()
+    expect(log.locator(".jp-CozeLab-divider")).to_have_count(1)
+    say("Who am I?", "I do not know.")
+    assert "My name is Ada." not in json.dumps(model.requests[-1]["messages"])
+    # Reloading the conversation shows the whole history with the section break.
+    picker.select_option("")
+    expect(log.get_by_test_id("coze-lab-chat-answer")).to_have_count(0)
+    picker.select_option(first)
+    expect(log).to_have_attribute("data-loaded", first, timeout=UI_TIMEOUT_MS)
+    expect(log.get_by_test_id("coze-lab-chat-answer")).to_have_text(
+        ["Hello Ada.", "Ada.", "I do not know."]
+    )
+    expect(log.locator(".jp-CozeLab-divider")).to_have_count(1)
+    shot(page, "sidebar_conversations.png")

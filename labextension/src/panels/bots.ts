@@ -1,4 +1,4 @@
-import { Widget } from '@lumino/widgets';
+import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { requestAPI } from '../api';
 import { errorBox, h, markdown, showError, streamAPI } from '../dom';
@@ -13,6 +13,35 @@ export interface IBot {
   prompt_info: { prompt: string };
   model_info: { model_id: string };
   variables: { keyword: string; default_value: string }[];
+}
+
+/** A Playground conversation (`GET coze_lab/api/bots/{id}/conversations`). */
+interface IConversation {
+  id: string;
+  name?: string;
+  created_at: number;
+  updated_at?: number;
+  last_section_id: string;
+}
+
+/** A stored message (`GET coze_lab/api/conversations/{id}/messages`). */
+interface IMessage {
+  id: string;
+  section_id: string;
+  role: string;
+  type: string;
+  content: string;
+  created_at: number;
+}
+
+/** Messages per page when loading a conversation's history. */
+const HISTORY_PAGE = 50;
+/** At most this many pages of history are loaded. */
+const HISTORY_PAGES = 40;
+
+function conversationLabel(c: IConversation): string {
+  const when = new Date((c.updated_at || c.created_at) * 1000).toLocaleString();
+  return c.name ? `${c.name} · ${when}` : `#${c.id.slice(-6)} · ${when}`;
 }
 
 function variablesText(bot: IBot | null): string {
@@ -42,6 +71,8 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     super();
     this.id = 'coze-lab-bots';
     this.addClass('jp-CozeLab-panel');
+    // A larger share of the sidebar's height than the small sections get.
+    SplitPanel.setStretch(this, 2);
     this.title.label = 'Bots & chat';
     this._error = errorBox('coze-lab-bots-error');
     this._list = h('ul', { class: 'jp-CozeLab-list', testid: 'coze-lab-bot-list' });
@@ -190,6 +221,16 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     this._chatId = '';
     this._renderList();
     const log = h('div', { class: 'jp-CozeLab-chatlog', testid: 'coze-lab-chat-log' });
+    const picker = h(
+      'select',
+      { testid: 'coze-lab-chat-conversations', title: 'Conversation' },
+      h('option', { value: '' }, 'New conversation')
+    );
+    const fresh = h(
+      'button',
+      { class: 'jp-CozeLab-link', testid: 'coze-lab-chat-new', title: 'Start a new conversation' },
+      'New conversation'
+    );
     const input = h('textarea', {
       rows: '2',
       placeholder: `Message ${bot.name}`,
@@ -199,6 +240,78 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     const cancel = h('button', { class: 'jp-CozeLab-link' }, 'Cancel');
     const clear = h('button', { class: 'jp-CozeLab-link', testid: 'coze-lab-chat-clear' }, 'Clear context');
     cancel.disabled = true;
+    const isCurrent = (): boolean => this._selected === bot.bot_id && this._chat.contains(log);
+
+    /** Fill the picker with the bot's conversations (newest first), keeping the selection. */
+    const loadConversations = async (): Promise<void> => {
+      try {
+        const data = await requestAPI<{ conversations: IConversation[] }>(
+          `bots/${bot.bot_id}/conversations?page_size=50`
+        );
+        if (!isCurrent()) {
+          return;
+        }
+        picker.replaceChildren(
+          h('option', { value: '' }, 'New conversation'),
+          ...data.conversations.map(c =>
+            h('option', { value: c.id, dataset: { conversationId: c.id } }, conversationLabel(c))
+          )
+        );
+        picker.value = this._conversation;
+      } catch (error) {
+        showError(this._error, error);
+      }
+    };
+
+    /** Load a conversation's whole history, oldest first, page by page (`after_id`). */
+    const loadHistory = async (conversationId: string): Promise<void> => {
+      log.replaceChildren(h('div', { class: 'jp-CozeLab-detail' }, 'Loading…'));
+      log.dataset.loaded = '';
+      const messages: IMessage[] = [];
+      let after = '';
+      try {
+        for (let page = 0; page < HISTORY_PAGES; page++) {
+          const query = `limit=${HISTORY_PAGE}${after ? `&after_id=${after}` : ''}`;
+          const data = await requestAPI<{ messages: IMessage[]; last_id: string; has_more: boolean }>(
+            `conversations/${conversationId}/messages?${query}`
+          );
+          messages.push(...data.messages);
+          const last = data.last_id || data.messages[data.messages.length - 1]?.id || '';
+          if (!data.has_more || !last || last === after) {
+            break;
+          }
+          after = last;
+        }
+      } catch (error) {
+        showError(this._error, error);
+      }
+      if (this._conversation !== conversationId || !isCurrent()) {
+        return; // another conversation was picked meanwhile
+      }
+      log.replaceChildren();
+      let section = '';
+      for (const message of messages) {
+        if (section && message.section_id !== section) {
+          log.append(h('div', { class: 'jp-CozeLab-divider' }, '— context cleared —'));
+        }
+        section = message.section_id;
+        if (message.role === 'user') {
+          log.append(
+            h('div', { class: 'jp-CozeLab-msg jp-mod-user', testid: 'coze-lab-chat-question' }, message.content)
+          );
+        } else if (message.role === 'assistant' && message.type !== 'verbose' && message.type !== 'follow_up') {
+          const node = this._messageNode(message.type);
+          this._fill(node, message.type, message.content);
+          log.append(node);
+        }
+      }
+      if (!messages.length) {
+        log.append(h('div', { class: 'jp-CozeLab-detail' }, 'no messages yet'));
+      }
+      log.dataset.loaded = conversationId;
+      log.scrollTop = log.scrollHeight;
+    };
+
     const go = async (): Promise<void> => {
       const text = input.value.trim();
       if (!text) {
@@ -207,9 +320,13 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       input.value = '';
       send.disabled = true;
       cancel.disabled = false;
-      log.append(h('div', { class: 'jp-CozeLab-msg jp-mod-user' }, text));
+      picker.disabled = true;
+      fresh.disabled = true;
+      log.querySelectorAll(':scope > .jp-CozeLab-detail').forEach(n => n.remove());
+      log.append(h('div', { class: 'jp-CozeLab-msg jp-mod-user', testid: 'coze-lab-chat-question' }, text));
       const answers = new Map<string, HTMLElement>();
       const body: Record<string, unknown> = { message: text, stream: true };
+      const started = this._conversation;
       if (this._conversation) {
         body.conversation_id = this._conversation;
       }
@@ -253,6 +370,11 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       } finally {
         send.disabled = false;
         cancel.disabled = true;
+        picker.disabled = false;
+        fresh.disabled = false;
+      }
+      if (this._conversation && this._conversation !== started) {
+        await loadConversations(); // a new conversation: list and select it
       }
     };
     send.onclick = () => void go();
@@ -280,13 +402,36 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
         }
       }
       log.append(h('div', { class: 'jp-CozeLab-divider' }, '— context cleared —'));
+      log.scrollTop = log.scrollHeight;
+    };
+    const startNew = (): void => {
+      this._conversation = '';
+      this._chatId = '';
+      picker.value = '';
+      log.replaceChildren();
+      log.dataset.loaded = '';
+      showError(this._error, null);
+      input.focus();
+    };
+    fresh.onclick = startNew;
+    picker.onchange = () => {
+      if (!picker.value) {
+        startNew();
+        return;
+      }
+      this._conversation = picker.value;
+      this._chatId = '';
+      showError(this._error, null);
+      void loadHistory(picker.value);
     };
     this._chat.replaceChildren(
       h('div', { class: 'jp-CozeLab-subhead' }, `Chat with ${bot.name} (draft)`),
+      h('div', { class: 'jp-CozeLab-row' }, picker, fresh),
       log,
       input,
       h('div', {}, send, cancel, clear)
     );
+    void loadConversations();
     input.focus();
   }
 
