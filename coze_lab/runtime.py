@@ -151,7 +151,7 @@ class Runtime:
                 bots=self.bots,
                 conversations=self.conversations,
                 store=self.chat_store,
-                registry=self.models,
+                registry=lambda: self.models,
                 workflows=self.workflows,
                 engine=lambda: self.engine,
                 plugins=lambda: getattr(self, "plugins", None),

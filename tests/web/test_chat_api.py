@@ -607,3 +607,16 @@ def test_another_user_reaches_nothing(lab: Lab, model_server) -> None:
     )
     assert coze.bots.retrieve(bot_id=bot_id, use_api_version=2).name == "A"
     assert len(list(coze.conversations.messages.list(conversation_id=conv))) == 2
+
+
+def test_a_broken_model_registry_stops_the_server_with_the_reason(tmp_path: Path) -> None:
+    from coze_lab.store import sqlite_url
+
+    data_dir = tmp_path / "broken"
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n  - id: x\n    base_url: 42\n")
+    env = {"COZE_LAB_MODELS_FILE": str(models), "OPENAI_API_KEY": ""}
+    process = ServerProcess(data_dir, sqlite_url(data_dir / "coze_lab.db"), env=env)
+    with pytest.raises(RuntimeError) as stopped:
+        process.start()
+    assert "error 4051" in str(stopped.value) and "models[0].base_url" in str(stopped.value)

@@ -156,7 +156,7 @@ class ChatService:
         bots: BotService,
         conversations: ConversationService,
         store: ChatStore,
-        registry: ModelRegistry,
+        registry: ModelRegistry | Callable[[], ModelRegistry],
         client: ModelClient | None = None,
         workflows: Any = None,
         engine: Callable[[], Any] | None = None,
@@ -166,7 +166,7 @@ class ChatService:
         self.bots = bots
         self.conversations = conversations
         self.store = store
-        self.registry = registry
+        self._registry = registry
         self._client = client
         self._workflows = workflows
         self._engine = engine
@@ -175,6 +175,13 @@ class ChatService:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._channels: dict[int, ChatChannel] = {}
         self._recovery: asyncio.Task[None] | None = None
+
+    @property
+    def registry(self) -> ModelRegistry:
+        """The model registry, read on first use (a broken file fails chats, not start-up)."""
+        if not isinstance(self._registry, ModelRegistry):
+            self._registry = self._registry()
+        return self._registry
 
     @property
     def client(self) -> ModelClient:
@@ -344,9 +351,10 @@ class ChatService:
         task.add_done_callback(forget)
 
     def _model(self, config: BotConfig) -> ModelSpec:
-        if config.model_id in ("", "default") and "default" not in self.registry:
-            return self.registry.default()
-        return self.registry.get(config.model_id)
+        registry = self.registry
+        if config.model_id in ("", "default") and "default" not in registry:
+            return registry.default()
+        return registry.get(config.model_id)
 
     def _conversation(
         self, owner_id: int, connector_id: str, request: ChatRequest
