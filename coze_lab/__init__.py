@@ -7,6 +7,7 @@ The notebook API lives here; the services are in ``coze_lab.core``, the storage 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
@@ -45,8 +46,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name in _LAZY_MODULES:
-        return importlib.import_module(f"coze_lab.{name}")
+    if name in _LAZY_MODULES or importlib.util.find_spec(f"coze_lab.{name}") is not None:
+        return importlib.import_module(f"coze_lab.{name}")  # cl.runs, cl.client, cl.widgets...
     raise AttributeError(f"module 'coze_lab' has no attribute {name!r}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import coze_lab as cl
+from coze_lab.core.errors import InvalidParameter
 from coze_lab.local import LocalHost
 from coze_lab.testing import ScriptedToolCall, TextReply, ToolCallsReply
 
@@ -50,6 +51,6 @@ def test_client_functions_end_in_requires_action(agent_host: LocalHost, model_en
 
 def test_bad_input_raises_before_anything_runs(agent_host: LocalHost) -> None:
     bot = cl.Bot("strict", host=agent_host)
-    with pytest.raises(cl.core.errors.InvalidParameter):
+    with pytest.raises(InvalidParameter):
         bot.chat("x", variables={"sys_user_id": "spoof"})
     assert bot.conversation_id is None
