@@ -94,8 +94,10 @@ class AgentRun:
         channel: ChatChannel,
         clock: Clock,
         persist: bool = True,
+        written: asyncio.Event | None = None,
     ) -> None:
         self.chat = chat
+        self._written = written
         self.conversation = conversation
         self.state = state
         self.tools = tools
@@ -131,6 +133,8 @@ class AgentRun:
             last_round = self.state.round >= config.max_tool_rounds
             offered = self.tools.definitions() if self.tools and not last_round else None
             content, calls = await self._call_model(offered)
+            if self._written is not None:  # the chat's row exists before anything refers to it
+                await self._written.wait()
             self.state.round += 1
             if not calls:
                 self._complete(content)

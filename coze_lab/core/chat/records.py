@@ -52,45 +52,35 @@ class ChatInfo:
     failed_at: datetime | None
 
 
-class ChatStore:
-    """Chats and the messages a chat writes."""
+class NewChat:
+    """A chat about to be written; ``chat`` and ``messages`` describe it already."""
 
-    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
-        self._db = db
-        self._clock = clock
-
-    def create(
+    def __init__(
         self,
+        db: Database,
         conversation: ConversationInfo,
-        *,
+        row: Chat,
+        rows: list[Message],
         bot_id: int,
-        bot_version: int | None,
-        messages: Sequence[NewMessage],
-        meta_data: dict[str, str],
+        now: datetime,
         persist: bool,
-        new_conversation: bool = False,
-    ) -> tuple[ChatInfo, list[MessageInfo]]:
-        """A chat in progress with its request messages (and its conversation, when it is
-        ``new_conversation``), in one transaction."""
-        now = self._clock()
-        row = Chat(
-            id=new_id(),
-            owner_id=conversation.owner_id,
-            conversation_id=conversation.id,
-            section_id=conversation.section_id,
-            bot_id=bot_id,
-            bot_version=bot_version,
-            connector_id=conversation.connector_id,
-            status="in_progress",
-            meta_data=meta_data,
-            created_at=now,
-            updated_at=now,
-        )
-        rows = [
-            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id) for m in messages
-        ]
+        new_conversation: bool,
+    ) -> None:
+        self._db = db
+        self._conversation = conversation
+        self._row = row
+        self._rows = rows
+        self._bot_id = bot_id
+        self._now = now
+        self._persist = persist
+        self._new_conversation = new_conversation
+        self.chat = _info(row)
+        self.messages = [message_info(r) for r in rows]
+
+    def write(self) -> None:
+        conversation, bot_id, now = self._conversation, self._bot_id, self._now
         with self._db.write() as connection:  # plain statements: this is on every chat's path
-            if new_conversation:
+            if self._new_conversation:
                 connection.execute(
                     insert(Conversation),
                     {
@@ -111,10 +101,73 @@ class ChatStore:
                     .where(Conversation.id == conversation.id)
                     .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
                 )
-            connection.execute(insert(Chat), _values(row))
-            if persist and rows:
-                connection.execute(insert(Message), [_values(r) for r in rows])
-        return _info(row), [message_info(r) for r in rows]
+            connection.execute(insert(Chat), _values(self._row))
+            if self._persist and self._rows:
+                connection.execute(insert(Message), [_values(r) for r in self._rows])
+
+
+class ChatStore:
+    """Chats and the messages a chat writes."""
+
+    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+
+    def create(
+        self,
+        conversation: ConversationInfo,
+        *,
+        bot_id: int,
+        bot_version: int | None,
+        messages: Sequence[NewMessage],
+        meta_data: dict[str, str],
+        persist: bool,
+        new_conversation: bool = False,
+    ) -> tuple[ChatInfo, list[MessageInfo]]:
+        """A chat in progress with its request messages (and its conversation, when it is
+        ``new_conversation``), in one transaction."""
+        new = self.prepare(
+            conversation,
+            bot_id=bot_id,
+            bot_version=bot_version,
+            messages=messages,
+            meta_data=meta_data,
+            persist=persist,
+            new_conversation=new_conversation,
+        )
+        new.write()
+        return new.chat, new.messages
+
+    def prepare(
+        self,
+        conversation: ConversationInfo,
+        *,
+        bot_id: int,
+        bot_version: int | None,
+        messages: Sequence[NewMessage],
+        meta_data: dict[str, str],
+        persist: bool,
+        new_conversation: bool = False,
+    ) -> NewChat:
+        """The chat's rows, not written yet: ``write()`` writes them in one transaction."""
+        now = self._clock()
+        row = Chat(
+            id=new_id(),
+            owner_id=conversation.owner_id,
+            conversation_id=conversation.id,
+            section_id=conversation.section_id,
+            bot_id=bot_id,
+            bot_version=bot_version,
+            connector_id=conversation.connector_id,
+            status="in_progress",
+            meta_data=meta_data,
+            created_at=now,
+            updated_at=now,
+        )
+        rows = [
+            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id) for m in messages
+        ]
+        return NewChat(self._db, conversation, row, rows, bot_id, now, persist, new_conversation)
 
     def add_messages(self, rows: Sequence[Message]) -> None:
         if rows:

@@ -41,6 +41,9 @@ from coze_lab.core.workflows.spec import WorkflowSpec
 log = logging.getLogger("coze_lab.chat")
 
 MAX_ADDITIONAL_MESSAGES = 100
+#: loop turns a starting chat gives its agent to send the model request before the chat's
+#: rows are written (the write then overlaps the model's time to first token)
+LAUNCH_YIELDS = 12
 #: a chat whose heartbeat (every 15 s while it runs) is this old was lost with its server
 STALE_AFTER_S = 120
 
@@ -203,7 +206,7 @@ class ChatService:
             else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
         )
         tools = self._toolbox(owner_id, connector_id, resolved.config)
-        chat, written = self.store.create(
+        new_chat = self.store.prepare(
             conversation,
             bot_id=resolved.bot.id,
             bot_version=resolved.version,
@@ -212,18 +215,32 @@ class ChatService:
             persist=request.auto_save_history,
             new_conversation=new,
         )
+        chat = new_chat.chat
         system = render(
             resolved.config.prompt,
             self._variables(resolved, conversation, chat, request),
         )
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [_model_message(m) for m in [*history, *written]]
+        messages += [_model_message(m) for m in [*history, *new_chat.messages]]
         state = AgentState(messages=messages, config=resolved.config)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
-        self._launch(chat, conversation, state, tools, spec, channel, request.auto_save_history)
-        return ChatHandle(chat, channel, written)
+        written = asyncio.Event()
+        task = self._launch(
+            chat, conversation, state, tools, spec, channel, request.auto_save_history, written
+        )
+        # the model request goes out first; the chat's rows are written while the model
+        # thinks (the agent writes nothing before this returns: it runs on this loop)
+        for _ in range(LAUNCH_YIELDS):
+            await asyncio.sleep(0)
+        try:
+            new_chat.write()
+        except BaseException:
+            task.cancel()
+            raise
+        written.set()
+        return ChatHandle(chat, channel, new_chat.messages)
 
     async def submit_tool_outputs(
         self,
@@ -327,7 +344,8 @@ class ChatService:
         spec: ModelSpec,
         channel: ChatChannel,
         persist: bool,
-    ) -> None:
+        written: asyncio.Event | None = None,
+    ) -> asyncio.Task[None]:
         run = AgentRun(
             chat=chat,
             conversation=conversation,
@@ -339,6 +357,7 @@ class ChatService:
             channel=channel,
             clock=self._clock,
             persist=persist,
+            written=written,
         )
         task = asyncio.get_running_loop().create_task(run.run(), name=f"chat-{chat.id}")
         self._tasks[chat.id] = task
@@ -349,6 +368,7 @@ class ChatService:
             self._channels.pop(chat.id, None)
 
         task.add_done_callback(forget)
+        return task
 
     def _model(self, config: BotConfig) -> ModelSpec:
         registry = self.registry
