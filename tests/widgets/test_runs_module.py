@@ -29,7 +29,12 @@ def test_pending_resume_list_and_cancel(served: Served) -> None:
     mine = cl.runs.pending(first)
     assert [q["data"]["question"] for q in mine] == ["Ship a?"]
     cl.runs.resume(mine[0]["event_id"], "yes")
-    _wait(lambda: cl.runs.get(first).status == "succeeded")
+    _wait(lambda: studio.run_info(first)["status"] == "succeeded")
+    widget = cl.runs.get(first)  # the live widget catches up with the finished run
+    try:
+        _wait(lambda: widget.status == "succeeded")
+    finally:
+        widget.close()
     assert {r["id"] for r in cl.runs.list(saved["id"])} >= {first, second}
     assert cl.runs.cancel(second) is True
     assert [q for q in cl.runs.pending() if str(q["run_id"]) in (first, second)] == []

@@ -228,18 +228,16 @@ class BotService:
     def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
         """The configuration a chat on ``connector_id`` runs: the draft on the Playground,
         the version published to that connector everywhere else."""
+        bots, bound = BotRecord.__table__, BotConnector.__table__
         with self._db.read() as session:  # plain statements: this is on every chat's path
-            row = session.execute(
-                select(BotRecord.__table__).where(
-                    BotRecord.id == bot_id, BotRecord.owner_id == owner_id
-                )
-            ).first()
-            if row is None:
-                raise NotFound(f"bot {bot_id} does not exist")
-            bindings = session.execute(
-                select(BotConnector.__table__).where(BotConnector.bot_id == bot_id)
+            rows = session.execute(
+                select(bots, bound.c.connector_id, bound.c.version, bound.c.published_at)
+                .outerjoin(bound, bound.c.bot_id == bots.c.id)
+                .where(bots.c.id == bot_id, bots.c.owner_id == owner_id)
             ).all()
-            info = _build(row, bindings)
+            if not rows:
+                raise NotFound(f"bot {bot_id} does not exist")
+            info = _build(rows[0], [r for r in rows if r.connector_id is not None])
             if connector_id == connectors.PLAYGROUND:
                 return ResolvedBot(info, info.config, None)
             number = info.connectors.get(connector_id)
