@@ -154,14 +154,13 @@ class Runtime:
                 registry=lambda: self.models,
                 workflows=self.workflows,
                 engine=lambda: self.engine,
-                plugins=lambda: getattr(self, "plugins", None),
+                plugins=lambda: self.plugins,
                 clock=self.clock,
             )
         return self._chats
 
     def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
-        plugins = getattr(self, "plugins", None)
-        return {} if plugins is None else plugins.online_versions(owner_id, tool_ids)
+        return self.plugins.online_versions(owner_id, tool_ids)
 
     def sandbox_health(self) -> dict[str, Any]:
         if self._sandbox is not None:

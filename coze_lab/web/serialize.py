@@ -12,6 +12,7 @@ from coze_lab.core.clock import to_unix
 from coze_lab.core.conversations import ConversationInfo, MessageInfo
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo, WorkspaceInfo
+from coze_lab.core.memory import TableInfo
 from coze_lab.core.pat import TokenInfo
 from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo
 from coze_lab.core.workflows.service import WorkflowInfo
@@ -295,3 +296,17 @@ def chat(info: ChatInfo) -> dict[str, Any]:
     if info.required_action is not None:
         data["required_action"] = info.required_action
     return data
+
+
+def table(info: TableInfo) -> dict[str, Any]:
+    return {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "bot_id": str(info.bot_id) if info.bot_id is not None else None,
+        "fields": [f.to_dict() for f in info.fields],
+        "online_fields": None
+        if info.online_fields is None
+        else [f.to_dict() for f in info.online_fields],
+        "published": info.online_fields is not None,
+    }

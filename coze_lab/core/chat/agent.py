@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -17,7 +17,7 @@ from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.records import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
 from coze_lab.core.clock import Clock
-from coze_lab.core.conversations import ConversationInfo, MessageInfo, message_info
+from coze_lab.core.conversations import MessageInfo, message_info
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.ids import new_id
 from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
@@ -85,10 +85,9 @@ class AgentRun:
         self,
         *,
         chat: ChatInfo,
-        conversation: ConversationInfo,
         state: AgentState,
         tools: ToolBox,
-        spec: Callable[[], ModelSpec],
+        spec: ModelSpec,
         client: ModelClient,
         store: ChatStore,
         channel: ChatChannel,
@@ -98,7 +97,6 @@ class AgentRun:
     ) -> None:
         self.chat = chat
         self._written = written
-        self.conversation = conversation
         self.state = state
         self.tools = tools
         self._spec = spec
@@ -162,7 +160,7 @@ class AgentRun:
                 return
 
     async def _call_model(self, tools: list[dict[str, Any]] | None) -> tuple[str, list[ToolCall]]:
-        spec = self._spec()
+        spec = self._spec
         config = self.state.config
         answer_id = new_id()
         acc = CompletionAccumulator()

@@ -17,18 +17,16 @@ MESSAGE_COMPLETED = "conversation.message.completed"
 CHAT_COMPLETED = "conversation.chat.completed"
 CHAT_FAILED = "conversation.chat.failed"
 CHAT_REQUIRES_ACTION = "conversation.chat.requires_action"
-ERROR = "error"
 DONE = "done"
 
 
 @dataclass(frozen=True)
 class ChatEvent:
-    """One stream event; exactly one of ``chat`` / ``message`` / ``error`` goes with it."""
+    """One stream event, with its chat or its message (``done`` has neither)."""
 
     event: str
     chat: ChatInfo | None = None
     message: MessageInfo | None = None
-    error: dict[str, object] | None = None
 
 
 class ChatChannel:

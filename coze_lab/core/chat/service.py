@@ -227,9 +227,7 @@ class ChatService:
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         written = asyncio.Event()
-        task = self._launch(
-            chat, conversation, state, tools, spec, channel, request.auto_save_history, written
-        )
+        task = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before this returns: it runs on this loop)
         for _ in range(LAUNCH_YIELDS):
@@ -282,7 +280,7 @@ class ChatService:
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
-        self._launch(chat, conversation, state, tools, spec, channel, True)
+        self._launch(chat, state, tools, spec, channel, True)
         return ChatHandle(chat, channel, [])
 
     async def cancel(
@@ -338,7 +336,6 @@ class ChatService:
     def _launch(
         self,
         chat: ChatInfo,
-        conversation: ConversationInfo,
         state: AgentState,
         tools: ToolBox,
         spec: ModelSpec,
@@ -348,10 +345,9 @@ class ChatService:
     ) -> asyncio.Task[None]:
         run = AgentRun(
             chat=chat,
-            conversation=conversation,
             state=state,
             tools=tools,
-            spec=lambda: spec,
+            spec=spec,
             client=self.client,
             store=self.store,
             channel=channel,

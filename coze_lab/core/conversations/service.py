@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
@@ -384,15 +384,6 @@ class ConversationService:
         if row is None:
             raise NotFound(f"message {message_id} does not exist in this conversation")
         return row
-
-    def count_messages(self, conversation_id: int) -> int:
-        with self._db.reading() as session:
-            return (
-                session.scalar(
-                    select(func.count()).where(Message.conversation_id == conversation_id)
-                )
-                or 0
-            )
 
 
 def _owned_bot(session: Any, owner_id: int, bot_id: int) -> None:

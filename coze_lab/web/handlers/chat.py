@@ -17,8 +17,6 @@ def event_payload(event: ChatEvent) -> dict[str, Any] | str:
         return serialize.chat(event.chat)
     if event.message is not None:
         return serialize.message(event.message)
-    if event.error is not None:
-        return event.error
     return '"[DONE]"'
 
 

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
-from coze_lab.core.memory import TableInfo
+from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
-
-
-def table(info: TableInfo) -> dict[str, Any]:
-    return {
-        "id": str(info.id),
-        "name": info.name,
-        "description": info.description,
-        "bot_id": str(info.bot_id) if info.bot_id is not None else None,
-        "fields": [f.to_dict() for f in info.fields],
-        "online_fields": None
-        if info.online_fields is None
-        else [f.to_dict() for f in info.online_fields],
-        "published": info.online_fields is not None,
-    }
 
 
 class TablesHandler(CozeHandler):
@@ -32,7 +16,7 @@ class TablesHandler(CozeHandler):
 
     def get(self) -> None:
         user = self.studio_user()
-        self.reply({"tables": [table(t) for t in self.runtime.tables.list(user.id)]})
+        self.reply({"tables": [serialize.table(t) for t in self.runtime.tables.list(user.id)]})
 
     def post(self) -> None:
         user = self.studio_user()
@@ -45,7 +29,7 @@ class TablesHandler(CozeHandler):
         info = self.runtime.tables.create(
             user.id, body.get("name"), body.get("fields"), description=description, bot_id=bot_id
         )
-        self.reply(table(info), status=201)
+        self.reply(serialize.table(info), status=201)
 
 
 class TableHandler(CozeHandler):
@@ -53,7 +37,9 @@ class TableHandler(CozeHandler):
 
     def get(self, table_id: str) -> None:
         user = self.studio_user()
-        self.reply(table(self.runtime.tables.get(user.id, parse_id(table_id, "table_id"))))
+        self.reply(
+            serialize.table(self.runtime.tables.get(user.id, parse_id(table_id, "table_id")))
+        )
 
     def delete(self, table_id: str) -> None:
         user = self.studio_user()
@@ -71,7 +57,7 @@ class TableFieldsHandler(CozeHandler):
         info = self.runtime.tables.add_fields(
             user.id, parse_id(table_id, "table_id"), self.json_body().get("fields")
         )
-        self.reply(table(info))
+        self.reply(serialize.table(info))
 
 
 class TablePublishHandler(CozeHandler):
@@ -79,7 +65,9 @@ class TablePublishHandler(CozeHandler):
 
     def post(self, table_id: str) -> None:
         user = self.studio_user()
-        self.reply(table(self.runtime.tables.publish(user.id, parse_id(table_id, "table_id"))))
+        self.reply(
+            serialize.table(self.runtime.tables.publish(user.id, parse_id(table_id, "table_id")))
+        )
 
 
 class TableRowsHandler(CozeHandler):
