@@ -8,13 +8,13 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 BUILD_DEPS := "hatchling>=1.21" "hatch-jupyter-builder>=0.9" "hatch-nodejs-version>=0.3.2" \
               "jupyterlab>=4.6,<5" "editables>=0.5"
 
-.PHONY: install lab test lint format bench clean
+.PHONY: install lab test lint format bench clean dist docs
 
 $(VENV)/.installed: pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(BUILD_DEPS)
-	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]"
+	$(PY) -m pip install --quiet --no-build-isolation -e ".[test,docs]"
 	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
 	cp jupyter-config/server-config/coze_lab.json $(VENV)/etc/jupyter/jupyter_server_config.d/
 	$(VENV)/bin/jupyter-builder develop --overwrite .
@@ -40,6 +40,16 @@ test: install
 	$(PY) -m ruff check coze_lab tests bench
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## make dist: wheel + sdist in dist/ (the wheel carries the built lab extension), checked by twine
+dist: install
+	rm -rf dist
+	$(PY) -m build --no-isolation --sdist --wheel --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
+## make docs: the documentation site in site/ (the test suite builds it with --strict too)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 lint:
 	$(PY) -m ruff check coze_lab tests bench
 	$(PY) -m ruff format --check coze_lab tests bench
@@ -48,10 +58,11 @@ format:
 	$(PY) -m ruff check --fix coze_lab tests bench
 	$(PY) -m ruff format coze_lab tests bench
 
-## make bench: the figures in the README (sandbox, engine vs LangGraph, API throughput)
+## make bench: the figures of docs/benchmarks.md (sandbox, engine vs LangGraph, API throughput, chat)
 bench: install
 	$(PY) bench/sandbox.py
 	$(PY) bench/engine.py
+	$(PY) bench/chat.py
 
 clean:
-	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules dist site
