@@ -199,28 +199,16 @@ def test_a_chat_streams_into_the_sidebar(page: Page, lab: Lab, model: ModelServe
     shot(page, "sidebar_chat.png")
 
 
-def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
+def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
+    """Write a notebook into the lab's root, open it and run all its cells."""
     notebook = nbformat.v4.new_notebook(
         metadata={
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
         }
     )
-    notebook.cells = [
-        nbformat.v4.new_code_cell(
-            "import coze_lab as cl\n"
-            "studio = cl.connect()  # no configuration: this kernel's own Jupyter server\n"
-            "wf = cl.Workflow('widget_question')\n"
-            "wf.inputs(topic=str)\n"
-            "wf.message('note', content='Reviewing {{start.topic}}')\n"
-            "wf.question('approve', question='Ship {{start.topic}}?', choices=['yes', 'no'])\n"
-            "wf.end(approved='{{approve.answer}}')\n"
-            "run = wf.run(topic='the widget')\n"
-            "run"
-        )
-    ]
-    path = lab.log_path.parent / "root" / "widget.ipynb"
-    nbformat.write(notebook, path)
-    page.goto(f"{lab.url}lab/tree/widget.ipynb?token={lab.token}", wait_until="load")
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, lab.log_path.parent / "root" / name)
+    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}", wait_until="load")
     expect(page.locator(".jp-Notebook")).to_be_visible(timeout=UI_TIMEOUT_MS)
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
@@ -230,16 +218,99 @@ def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
         timeout=UI_TIMEOUT_MS,
     )
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    widget = page.locator(".coze-run")
-    expect(widget).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
-    expect(widget.get_by_test_id("coze-run-message")).to_contain_text("Reviewing the widget")
-    expect(widget.locator('[data-node="approve"]')).to_have_attribute("data-status", "interrupted")
+
+
+def inside(inner: Locator, outer: Locator) -> bool:
+    """Whether ``inner``'s box lies within ``outer``'s (text that does not spill out)."""
+    a, b = inner.bounding_box(), outer.bounding_box()
+    assert a and b
+    return (
+        a["x"] >= b["x"] - 0.5
+        and a["y"] >= b["y"] - 0.5
+        and a["x"] + a["width"] <= b["x"] + b["width"] + 0.5
+        and a["y"] + a["height"] <= b["y"] + b["height"] + 0.5
+    )
+
+
+def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
+    open_notebook(
+        page,
+        lab,
+        "widget.ipynb",
+        [
+            "import coze_lab as cl\n"
+            "studio = cl.connect()  # no configuration: this kernel's own Jupyter server\n"
+            "wf = cl.Workflow('widget_question')\n"
+            "wf.inputs(topic=str)\n"
+            "wf.message('note', content='Reviewing {{start.topic}}')\n"
+            "wf.question('approve', question='Ship {{start.topic}}?', choices=['yes', 'no'])\n"
+            "wf.end(approved='{{approve.answer}}')\n"
+            "run = wf.run(topic='the widget')\n"
+            "run",
+            "broken = cl.Workflow('widget_failing')\n"
+            "broken.inputs(x=int)\n"
+            "@broken.code\n"
+            "def divide(x: int) -> dict:\n"
+            "    return {'y': 1 / x}\n"
+            "broken.end(y='{{divide.y}}')\n"
+            "broken.run(x=0)",
+            "stopped = cl.Workflow('widget_canceled')\n"
+            "stopped.inputs(topic=str)\n"
+            "stopped.question('approve', question='Ship {{start.topic}}?', choices=['yes'])\n"
+            "stopped.end(approved='{{approve.answer}}')\n"
+            "stopped.run(topic='nothing')",
+        ],
+    )
+    answered, failed, canceled = (page.locator(".coze-run").nth(i) for i in range(3))
+
+    # 1. a question answered inline; the outputs are shown once; no Cancel (nor "null") after
+    expect(answered).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    expect(answered.get_by_test_id("coze-run-message")).to_contain_text("Reviewing the widget")
+    expect(answered.locator('[data-node="approve"]')).to_have_attribute(
+        "data-status", "interrupted"
+    )
+    expect(answered.get_by_test_id("coze-run-cancel")).to_be_visible()
     shot(page, "widget_question.png")
-    widget.locator('button[data-choice="no"]').click()
-    expect(widget).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
-    expect(widget.get_by_test_id("coze-run-outputs")).to_contain_text('"approved": "no"')
-    expect(widget.locator('[data-node="end"]')).to_have_attribute("data-status", "succeeded")
+    answered.locator('button[data-choice="no"]').click()
+    expect(answered).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
+    expect(answered.get_by_test_id("coze-run-outputs")).to_contain_text('"approved": "no"')
+    expect(answered.locator('[data-node="end"]')).to_have_attribute("data-status", "succeeded")
+    expect(answered.get_by_test_id("coze-run-message")).to_have_count(1)  # not the outputs
+    header = answered.locator(".coze-run-header")
+    expect(header.get_by_test_id("coze-run-cancel")).to_have_count(0)
+    assert "null" not in header.inner_text()
+    # latencies are short numbers that stay inside their node boxes
+    for node in ("start", "note", "end"):
+        box = answered.locator(f'[data-node="{node}"]')
+        latency = box.get_by_test_id("coze-run-latency")
+        expect(latency).to_have_text(re.compile(r"^(<1|\d+(\.\d)?) m?s$"))
+        assert inside(latency, box.locator("rect").first), latency.text_content()
+        assert inside(box.locator(".coze-run-sub"), box.locator("rect").first)
+    answered.scroll_into_view_if_needed()
     shot(page, "widget_done.png")
+
+    # 2. a failing code node: named once, the traceback below, the node after it "not run"
+    expect(failed).to_have_attribute("data-status", "failed", timeout=UI_TIMEOUT_MS)
+    error = failed.get_by_test_id("coze-run-error")
+    expect(error.locator(".coze-error-headline")).to_have_text("Node divide failed")
+    expect(error.locator(".coze-error-detail")).to_contain_text("ZeroDivisionError")
+    assert "failed" not in error.locator(".coze-error-detail").inner_text()
+    expect(failed.locator('[data-node="divide"]')).to_have_attribute("data-status", "failed")
+    expect(failed.locator('[data-node="end"]')).to_have_attribute("data-status", "not_run")
+    expect(failed.locator('[data-node="end"] .coze-run-sub')).to_have_text("end · not run")
+    failed.scroll_into_view_if_needed()
+    shot(page, "widget_failed.png")
+
+    # 3. Cancel: the stopped node says so, the one after it never ran
+    expect(canceled).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    canceled.get_by_test_id("coze-run-cancel").click()
+    expect(canceled).to_have_attribute("data-status", "canceled", timeout=UI_TIMEOUT_MS)
+    expect(canceled.locator('[data-node="approve"]')).to_have_attribute("data-status", "canceled")
+    expect(canceled.locator('[data-node="end"]')).to_have_attribute("data-status", "not_run")
+    expect(canceled.get_by_test_id("coze-run-question")).to_have_count(0)
+    assert "null" not in canceled.locator(".coze-run-header").inner_text()
+    canceled.scroll_into_view_if_needed()
+    shot(page, "widget_canceled.png")
 
 
 def publish_bot_with_web_token(lab: Lab, name: str) -> tuple[str, str]:
