@@ -186,6 +186,15 @@ def test_a_chat_streams_into_the_sidebar(page: Page, lab: Lab, model: ModelServe
     section(page, "Bots & chat")
     bot = page.get_by_test_id("coze-lab-bot").filter(has_text="Sidebar helper")
     expect(bot).to_be_visible(timeout=UI_TIMEOUT_MS)
+    # never published: a draft; published from the sidebar: says where and which version
+    expect(bot.get_by_test_id("coze-lab-bot-state")).to_have_text("draft")
+    bot.get_by_role("button", name="Edit").click()
+    page.get_by_test_id("coze-lab-bot-publish").click()
+    expect(page.get_by_test_id("coze-lab-bot-status")).to_contain_text("Published")
+    expect(bot.get_by_test_id("coze-lab-bot-state")).to_have_text(
+        "published v1 · API, Web SDK", timeout=UI_TIMEOUT_MS
+    )
+    shot(page, "sidebar_bot_published.png")
     bot.get_by_test_id("coze-lab-bot-chat").click()
     words = "The **capital** of France is Paris, a city on the Seine."
     model.script([TextReply(words, delay=0.2)])
@@ -422,7 +431,14 @@ def test_a_run_form_starts_a_run_and_its_trace_follows_it(
     for name in ("topic", "count", "tags"):
         expect(message(name)).to_have_text("required")
     expect(message("ratio")).to_be_hidden()
-    field("topic").locator("input").fill("rockets")
+    # long text gets a box that grows with it, not a one-line input
+    topic = field("topic").locator("textarea")
+    one_line = topic.bounding_box()
+    topic.fill("rockets " * 40)
+    grown = topic.bounding_box()
+    assert one_line and grown and grown["height"] > one_line["height"] + 10, (one_line, grown)
+    shot(page, "sidebar_run_form_long_text.png")
+    topic.fill("rockets")
     field("count").locator("input").fill("2.5")
     field("tags").locator("textarea").fill('{"a": 1}')
     field("meta").locator("textarea").fill("{oops")
