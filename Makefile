@@ -8,7 +8,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 BUILD_DEPS := "hatchling>=1.21" "hatch-jupyter-builder>=0.9" "hatch-nodejs-version>=0.3.2" \
               "jupyterlab>=4.6,<5" "editables>=0.5"
 
-.PHONY: install lab test lint format bench clean dist docs
+.PHONY: install lab test lint format bench clean dist docs screenshots
 
 $(VENV)/.installed: pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ dist: install
 	rm -rf dist
 	$(PY) -m build --no-isolation --sdist --wheel --outdir dist .
 	$(PY) -m twine check --strict dist/*
+
+## make screenshots: the picture of the README and the docs (docs/images/coze-lab.png), taken
+## from a real JupyterLab in headless Chromium (/usr/bin/chromium) by a browser test
+screenshots: install
+	COZE_LAB_SCREENSHOTS_DIR=$(abspath docs/images) $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/web/test_studio_browser.py -k test_the_chat_widget_answers_a_tool_question_inline
 
 ## make docs: the documentation site in site/ (the test suite builds it with --strict too)
 docs: install

@@ -146,3 +146,7 @@ def test_the_readme_is_short_and_starts_with_the_two_commands(command: str) -> N
     assert command in readme
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), f"README links to a missing {target}"
+    # the first screen shows the picture (made by `make screenshots`)
+    first_screen = "\n".join(readme.splitlines()[:15])
+    assert "![" in first_screen and "](docs/images/coze-lab.png)" in first_screen
+    assert (ROOT / "docs" / "images" / "coze-lab.png").stat().st_size > 10_000

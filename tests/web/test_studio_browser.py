@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import nbformat
@@ -29,7 +30,7 @@ from playwright.sync_api import Locator, Page, Route, expect
 
 import coze_lab as cl
 from coze_lab.client import Studio
-from coze_lab.testing import ErrorReply, ModelServer, TextReply
+from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.conftest import SANDBOX_CACHE
 from tests.web.test_sidebar_browser import (  # noqa: F401  (fixtures)
     ARTIFACTS,
@@ -320,6 +321,82 @@ def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
     assert "null" not in canceled.locator(".coze-run-header").inner_text()
     canceled.scroll_into_view_if_needed()
     shot(page, "widget_canceled.png")
+
+
+#: where ``make screenshots`` wants the pictures of the docs and the README (else only
+#: tests/artifacts/)
+PICTURES = os.environ.get("COZE_LAB_SCREENSHOTS_DIR")
+
+
+def test_the_chat_widget_answers_a_tool_question_inline(
+    page: Page, lab: Lab, model: ModelServer
+) -> None:
+    """Also the picture of the README: the sidebar, a finished run and a chat."""
+    model.script(
+        [
+            ToolCallsReply([ScriptedToolCall("launch_review", {"topic": "the new model"})]),
+            TextReply("I asked the **launch review** workflow; it needs your go-ahead."),
+            TextReply("Done: *the new model* is approved and ships today."),
+        ]
+    )
+    open_notebook(
+        page,
+        lab,
+        "coze_lab_tour.ipynb",
+        [
+            "import coze_lab as cl\n"
+            "studio = cl.connect()\n"
+            "wf = cl.Workflow('launch_review')\n"
+            "wf.inputs(topic=str)\n"
+            "@wf.code\n"
+            "def brief(topic: str) -> dict:  # in the sandbox\n"
+            "    return {'title': topic.title()}\n"
+            "wf.question('approve', question='Ship {{brief.title}}?', choices=['yes', 'no'])\n"
+            "wf.end(title='{{brief.title}}', approved='{{approve.answer}}')\n"
+            "run = wf.run(topic='the new model')\n"
+            "run",
+            "bot = studio.create_bot(\n"
+            "    name='Launch assistant',\n"
+            "    prompt_info={'prompt': 'You ship models after a review.'},\n"
+            "    workflow_id_list={'ids': [{'id': studio.save_workflow(wf)['id']}]},\n"
+            ")\n"
+            "chat = studio.chat(bot['bot_id'])\n"
+            "chat.send('Can we ship the new model?')\n"
+            "chat",
+        ],
+    )
+    run, chat = page.locator(".coze-run"), page.locator(".coze-chat")
+    expect(run).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    run.locator('button[data-choice="yes"]').click()
+    expect(run).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
+
+    question = chat.get_by_test_id("coze-chat-question")
+    expect(question).to_contain_text("Ship The New Model?", timeout=UI_TIMEOUT_MS)
+    expect(chat.get_by_test_id("coze-chat-assistant").last).to_contain_text("go-ahead")
+    question.scroll_into_view_if_needed()
+    shot(page, "chat_question.png")
+    question.locator('button[data-choice="yes"]').click()
+    # the run resumes; the widget tells the bot, which answers: the chat goes on
+    expect(question).to_have_count(0, timeout=UI_TIMEOUT_MS)
+    expect(chat.get_by_test_id("coze-chat-user").last).to_contain_text(
+        'I answered "Ship The New Model?" with "yes"', timeout=UI_TIMEOUT_MS
+    )
+    expect(chat.get_by_test_id("coze-chat-assistant").last).to_contain_text(
+        "ships today", timeout=UI_TIMEOUT_MS
+    )
+    expect(chat).to_have_attribute("data-status", "completed")
+    assert model.requests[-1]["messages"][-1]["content"].startswith('I answered "Ship')
+
+    # the picture: the sidebar with the runs, the run widget and the chat
+    page.evaluate("window.jupyterapp.commands.execute('coze-lab:open')")
+    section(page, "Workflows & runs")
+    expect(page.get_by_test_id("coze-lab-run").first).to_be_visible(timeout=UI_TIMEOUT_MS)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:hide-all-cell-code')")
+    page.locator(".jp-Notebook").evaluate("node => { node.scrollTop = 0; }")
+    shot(page, "chat_answered.png")
+    if PICTURES:
+        Path(PICTURES).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(PICTURES) / "coze-lab.png"))
 
 
 def publish_bot_with_web_token(lab: Lab, name: str) -> tuple[str, str]:
