@@ -62,7 +62,8 @@ def test_site_builds_strictly_with_the_notebooks_as_pages(tmp_path: Path) -> Non
     assert notebooks, "no demo notebooks found"
     for name in notebooks:
         page = (site / "notebooks" / name / "index.html").read_text(encoding="utf-8")
-        assert "jupyter-wrapper" in page, f"{name} was not rendered as a notebook page"
+        assert 'class="language-python' in page and "coze_lab" in page, name
+        assert (site / "notebooks" / f"{name}.ipynb").is_file()  # to download
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "usage: coze-lab pat create" in cli  # help texts generated from the parser
     assert "coze-lab-help" not in cli
