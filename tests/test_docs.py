@@ -62,7 +62,7 @@ def test_site_builds_strictly_with_the_notebooks_as_pages(tmp_path: Path) -> Non
     assert notebooks, "no demo notebooks found"
     for name in notebooks:
         page = (site / "notebooks" / name / "index.html").read_text(encoding="utf-8")
-        assert 'class="language-python' in page and "coze_lab" in page, name
+        assert '<div class="highlight">' in page and "coze_lab" in page, name  # code blocks
         assert (site / "notebooks" / f"{name}.ipynb").is_file()  # to download
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "usage: coze-lab pat create" in cli  # help texts generated from the parser
