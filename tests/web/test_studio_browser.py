@@ -218,7 +218,11 @@ def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
     )
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nbformat.write(notebook, lab.log_path.parent / "root" / name)
-    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}", wait_until="load")
+    # a fresh workspace: only this notebook is open (no widgets of an earlier test's tab)
+    workspace = "nb" + secrets.token_hex(6)
+    page.goto(
+        f"{lab.url}lab/workspaces/{workspace}/tree/{name}?token={lab.token}", wait_until="load"
+    )
     expect(page.locator(".jp-Notebook")).to_be_visible(timeout=UI_TIMEOUT_MS)
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
@@ -328,10 +332,19 @@ def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
 PICTURES = os.environ.get("COZE_LAB_SCREENSHOTS_DIR")
 
 
+@pytest.fixture
+def fresh_model(model: ModelServer) -> Iterator[ModelServer]:
+    """The module's model server with no scripted replies left before or after the test."""
+    model.reset()
+    yield model
+    model.reset()
+
+
 def test_the_chat_widget_answers_a_tool_question_inline(
-    page: Page, lab: Lab, model: ModelServer
+    page: Page, lab: Lab, fresh_model: ModelServer
 ) -> None:
     """Also the picture of the README: the sidebar, a finished run and a chat."""
+    model = fresh_model
     model.script(
         [
             ToolCallsReply([ScriptedToolCall("launch_review", {"topic": "the new model"})]),
