@@ -17,13 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="coze-lab", description="coze_lab: agent workflows, bots and the Coze API."
     )
     parser.add_argument("--version", action="version", version=f"coze-lab {__version__}")
-    parser.add_argument(
-        "--data-dir", help="data directory (default: $COZE_LAB_DATA_DIR or <jupyter data>/coze_lab)"
-    )
-    parser.add_argument(
-        "--database-url", help="SQLAlchemy URL (default: $COZE_LAB_DATABASE_URL or SQLite)"
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    _global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.register(commands)
     db.register(commands)
@@ -35,7 +29,40 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         sandbox.register(commands)
+    for sub in _subparsers(parser):
+        # `coze-lab serve --data-dir X` as well as `coze-lab --data-dir X serve`; absent
+        # after the sub-command, they keep what was given before it
+        _global_options(sub, default=argparse.SUPPRESS)
     return parser
+
+
+def _global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--data-dir",
+        default=default,
+        help="data directory (default: $COZE_LAB_DATA_DIR or <jupyter data>/coze_lab)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=default,
+        help="SQLAlchemy URL (default: $COZE_LAB_DATABASE_URL or SQLite)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if default is None else default,
+        help="log at debug level",
+    )
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += [sub, *_subparsers(sub)]
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,10 +1,16 @@
 """The chat widget: streamed markdown answers, collapsible tool calls, cancel, clear
-context and the conversation's history.
+context and the conversation's history; questions that a tool's workflow waits on,
+answered inline.
 
 The kernel streams the chat from the studio API on a background thread and pushes the
 messages to the page as traits (throttled), so the cell returns at once and it works
 wherever the kernel reaches the server. The page sends ``{"type": "send", "text"}``,
-``{"type": "cancel"}``, ``{"type": "clear"}`` and ``{"type": "history"}``.
+``{"type": "cancel"}``, ``{"type": "clear"}``, ``{"type": "history"}`` and
+``{"type": "answer", "event_id", "data"}``.
+
+When a workflow the bot called as a tool pauses on a question, the widget shows the
+question; the answer resumes that run, and once the run is over the widget tells the bot
+what was answered and what the workflow returned, so the chat continues from there.
 
 >>> chat = studio.chat(bot_id)      # doctest: +SKIP
 >>> chat                            # doctest: +SKIP  (type into it, or:)
@@ -15,6 +21,7 @@ wherever the kernel reaches the server. The page sends ``{"type": "send", "text"
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from typing import Any
@@ -27,6 +34,7 @@ from coze_lab.widgets.chat_state import ChatState
 from coze_lab.widgets.run import STATIC
 
 _PUSH_EVERY_S = 0.05
+_RUN_POLL_S = 0.3
 
 
 class ChatWidget(anywidget.AnyWidget):
@@ -42,6 +50,8 @@ class ChatWidget(anywidget.AnyWidget):
     status = t.Unicode("idle").tag(sync=True)
     messages = t.List().tag(sync=True)
     error = t.Unicode("").tag(sync=True)
+    #: questions a tool's workflow run waits on: [{event_id, run_id, node_title, type, data}]
+    questions = t.List().tag(sync=True)
 
     def __init__(
         self,
@@ -81,6 +91,26 @@ class ChatWidget(anywidget.AnyWidget):
                 target=self._stream, args=(text,), daemon=True, name="coze-lab-chat"
             )
             self._thread.start()
+        return self
+
+    def answer(self, event_id: str, data: Any) -> ChatWidget:
+        """Answer a question a tool's workflow waits on (also what the inline form does).
+
+        The run resumes on the server; when it is over, the widget sends the bot the answer
+        and the workflow's result, and the chat continues. Returns at once.
+        """
+        event_id = str(event_id)
+        self.studio.resume(event_id, data)
+        with self._lock:
+            question = self._state.answered(event_id)
+            self._push(force=True)
+        if question is not None:
+            threading.Thread(
+                target=self._after_answer,
+                args=(question, data),
+                daemon=True,
+                name="coze-lab-chat-answer",
+            ).start()
         return self
 
     def cancel(self) -> None:
@@ -135,6 +165,44 @@ class ChatWidget(anywidget.AnyWidget):
                     self._state.apply("done", None)
                 self._push(force=True)
                 self._done.notify_all()
+            self._show_questions(self._state.waiting_runs())
+
+    def _show_questions(self, run_ids: list[str]) -> None:
+        """Fetch what the tools' paused runs ask (answered elsewhere: nothing is left)."""
+        for run_id in run_ids:
+            try:
+                pending = self.studio.pending(run_id)
+            except StudioError as exc:
+                self.error = f"cannot read the questions of run {run_id}: {exc.msg}"
+                continue
+            with self._lock:
+                self._state.ask_about(run_id, pending)
+                self._push(force=True)
+
+    def _after_answer(self, question: dict[str, Any], data: Any) -> None:
+        """Follow the resumed run; when it is over, tell the bot (the chat continues)."""
+        run_id = question["run_id"]
+        try:
+            while True:
+                info = self.studio.run_info(run_id)
+                if info["status"] in ("succeeded", "failed", "canceled"):
+                    break
+                if info["status"] == "interrupted":  # asking something else now?
+                    pending = [
+                        p
+                        for p in self.studio.pending(run_id)
+                        if str(p["event_id"]) != question["event_id"]
+                    ]
+                    if pending:
+                        with self._lock:
+                            self._state.ask_about(run_id, pending)
+                            self._push(force=True)
+                        return
+                time.sleep(_RUN_POLL_S)
+            self.wait()  # the bot may still be answering something else
+            self.send(_answer_report(question, data, info))
+        except (StudioError, RuntimeError) as exc:
+            self.error = getattr(exc, "msg", str(exc))
 
     def _push(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -148,6 +216,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.status = state.status
             self.error = state.error
             self.messages = [dict(m) for m in state.messages]
+            self.questions = [dict(q) for q in state.questions]
 
     # ---- messages from the page ---------------------------------------------------------
     def _on_front_end_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -161,5 +230,25 @@ class ChatWidget(anywidget.AnyWidget):
                 self.clear()
             elif kind == "history":
                 self.load_history()
+            elif kind == "answer":
+                self.answer(str(content.get("event_id")), content.get("data"))
         except (StudioError, ValueError, RuntimeError) as exc:
             self.error = getattr(exc, "msg", str(exc))
+            if kind == "answer":  # the form shows it and stays answerable
+                self._send_error(content.get("event_id"), self.error)
+
+    def _send_error(self, event_id: Any, msg: str) -> None:
+        # anywidget's send; ours (send(text)) asks the bot
+        super().send({"type": "error", "event_id": event_id, "msg": msg})
+
+
+def _answer_report(question: dict[str, Any], data: Any, info: dict[str, Any]) -> str:
+    """What the widget tells the bot once an answered workflow run is over."""
+    asked = question["data"].get("question") or question["node_title"] or "the question"
+    answer = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    if info["status"] == "succeeded":
+        result = f"the workflow finished: {json.dumps(info.get('outputs'), ensure_ascii=False)}"
+    else:
+        error = (info.get("error") or {}).get("msg") or info["status"]
+        result = f"the workflow {info['status']}: {error}"
+    return f'I answered "{asked}" with "{answer}"; {result}'

@@ -29,6 +29,39 @@ class ChatState:
     messages: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     usage: dict[str, Any] | None = None
+    #: questions that workflow runs started by this chat's tools wait on, answerable inline
+    questions: list[dict[str, Any]] = field(default_factory=list)
+
+    def waiting_runs(self) -> list[str]:
+        """Runs of workflow tools that paused on a question, oldest first, each once."""
+        runs: list[str] = []
+        for message in self.messages:
+            run_id = message.get("execute_id")
+            if message.get("run_status") == "interrupted" and run_id and run_id not in runs:
+                runs.append(run_id)
+        return runs
+
+    def ask_about(self, run_id: str, pending: list[dict[str, Any]]) -> None:
+        """Show the pending questions of a tool's run (replacing what it showed before)."""
+        self.questions = [q for q in self.questions if q["run_id"] != run_id]
+        for item in pending:
+            self.questions.append(
+                {
+                    "event_id": str(item["event_id"]),
+                    "run_id": run_id,
+                    "node_title": item.get("node_title") or item.get("node_id") or "",
+                    "type": item.get("type", "question"),
+                    "data": item.get("data") or {},
+                }
+            )
+
+    def answered(self, event_id: str) -> dict[str, Any] | None:
+        """Forget an answered question; returns it."""
+        for question in self.questions:
+            if question["event_id"] == event_id:
+                self.questions.remove(question)
+                return question
+        return None
 
     def ask(self, text: str) -> None:
         """The person's message, shown at once; a chat is about to stream."""
@@ -109,10 +142,15 @@ class ChatState:
 
 
 def _shown(data: dict[str, Any], *, streaming: bool) -> dict[str, Any]:
-    return {
+    shown = {
         "id": str(data.get("id") or ""),
         "role": data.get("role", "assistant"),
         "type": data.get("type", "answer"),
         "content": str(data.get("content") or ""),
         "streaming": streaming,
     }
+    meta = data.get("meta_data") or {}
+    if isinstance(meta, dict) and meta.get("execute_id"):  # a workflow tool's run
+        shown["execute_id"] = str(meta["execute_id"])
+        shown["run_status"] = str(meta.get("status") or "")
+    return shown

@@ -11,6 +11,7 @@ API's run trace, ``apply`` one event of ``/coze_lab/api/runs/{id}/events``.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ class RunState:
             )
         if pending is not None:
             self.pending = {str(p["event_id"]): _question(p) for p in pending}
+        self._settle()
 
     def graph(self, definition: dict[str, Any]) -> None:
         """Nodes and edges of the workflow definition, in declaration order, all pending."""
@@ -84,6 +86,9 @@ class RunState:
         elif event == "node_skipped" and node_id:
             self._node(node_id, data.get("node_title"))["status"] = "skipped"
         elif event == "message":
+            node = self.nodes.get(node_id or "")
+            if node and node["type"] == "end" and _is_json_object(data.get("content")):
+                return  # the end node streams the outputs as JSON: they are shown as outputs
             self.messages.append(
                 {
                     "node_id": node_id,
@@ -119,6 +124,19 @@ class RunState:
         elif event == "canceled":
             self.status = "canceled"
             self.pending.clear()
+        if self.finished:
+            self._settle()
+
+    def _settle(self) -> None:
+        """A finished run has no node still "running" or "waiting": the ones it stopped are
+        canceled, the ones it never reached are not run."""
+        if not self.finished:
+            return
+        for node in self.nodes.values():
+            if node["status"] in ("running", "interrupted"):
+                node["status"] = "canceled"
+            elif node["status"] == "pending":
+                node["status"] = "not_run"
 
     def snapshot(self) -> dict[str, Any]:
         """The widget's synced traits."""
@@ -156,6 +174,13 @@ def _question(data: dict[str, Any]) -> dict[str, Any]:
         "type": data.get("type", "question"),
         "data": data.get("data") or {},
     }
+
+
+def _is_json_object(text: Any) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
 
 
 def _error_text(error: Any) -> str | None:

@@ -28,6 +28,17 @@ def test_db_upgrade_and_current(cli_args) -> None:
     assert run_cli(*cli_args, "db", "current").stdout.strip() == head_revision()
 
 
+def test_global_options_work_after_the_sub_command_too(cli_args) -> None:
+    # `coze-lab db current --data-dir X --database-url U`, as people type it
+    after = run_cli("db", "current", *cli_args)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "none"  # the given database (a fresh one), not the default
+    run_cli(*cli_args, "db", "upgrade")
+    assert run_cli("db", "current", *cli_args).stdout.strip() == head_revision()
+    # before the sub-command as well, and nothing given after it overrides that
+    assert run_cli(*cli_args, "db", "current").stdout.strip() == head_revision()
+
+
 def test_pat_create_prints_the_token_last(cli_args, tmp_path, db_url) -> None:
     result = run_cli(
         *cli_args,

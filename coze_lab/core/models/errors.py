@@ -10,11 +10,21 @@ import re
 
 from coze_lab.core.errors import CozeLabError
 
+#: the docs page on models, as a path in the coze_lab repository (tests check it exists)
+MODELS_DOC = "docs/guides/models.md"
 CONFIGURE_HINT = (
-    "Configure models in a registry file (YAML or JSON, see docs/models.md) or set "
-    "OPENAI_API_KEY (and optionally OPENAI_BASE_URL, COZE_LAB_DEFAULT_MODEL) to get the "
-    "'default' model."
+    f"Configure models in a registry file (YAML or JSON, see {MODELS_DOC} in the coze_lab "
+    "repository) or set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, "
+    "COZE_LAB_DEFAULT_MODEL) to get the 'default' model."
 )
+DEMO_MODEL_HINT = (
+    "To try coze_lab without a provider, use the offline demo model (not an LLM: "
+    "deterministic '[demo model]' replies): `make lab` starts it when no model is configured; "
+    "elsewhere run `python -m coze_lab.testing.model_server --port 8799` and start the server "
+    "with OPENAI_BASE_URL=http://127.0.0.1:8799/v1 COZE_LAB_DEFAULT_MODEL=coze-lab-demo."
+)
+#: what every "no model at all" error says
+NO_MODEL_CONFIGURED = f"no model is configured. {CONFIGURE_HINT} {DEMO_MODEL_HINT}"
 
 MODEL_ERROR_KINDS = ("connection", "timeout", "status", "protocol")
 

@@ -8,7 +8,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coze_lab.core.models.errors import CONFIGURE_HINT, InvalidModelRegistry, ModelNotConfigured
+from coze_lab.core.models.errors import (
+    CONFIGURE_HINT,
+    NO_MODEL_CONFIGURED,
+    InvalidModelRegistry,
+    ModelNotConfigured,
+)
 from coze_lab.core.models.spec import ModelCapabilities, ModelSpec
 
 DEFAULT_ID = "default"
@@ -108,7 +113,7 @@ class ModelRegistry:
         """
         model_id = self.default_id
         if model_id is None:
-            raise ModelNotConfigured(f"no model is configured. {CONFIGURE_HINT}")
+            raise ModelNotConfigured(NO_MODEL_CONFIGURED)
         return self._specs[model_id]
 
 

@@ -128,10 +128,11 @@ class _Context:
     ) -> tuple[str, dict[str, int]]:
         completer = self._engine.completer
         if completer is None:
-            raise Unavailable(
-                "no model is configured: set OPENAI_BASE_URL and OPENAI_API_KEY "
-                "or a model registry (see README, Models)"
-            )
+            # imported here: the models package loads the openai SDK, which the engine
+            # otherwise never needs
+            from coze_lab.core.models.errors import NO_MODEL_CONFIGURED
+
+            raise Unavailable(NO_MODEL_CONFIGURED)
         return await completer(model, messages, **params)
 
     async def run_child(self, spec: WorkflowSpec, inputs: dict[str, Any], key: str) -> ChildOutcome:
