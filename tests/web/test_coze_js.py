@@ -1,0 +1,126 @@
+"""The official Coze JavaScript SDK (``@coze/api``), unchanged, against a real ``coze-lab serve``.
+
+Each test drives the SDK with node (tests/web/coze_js/drive.cjs) and, where an error is
+the point, checks that cozepy sees the same code and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cozepy import BotModelInfo, BotPromptInfo, Coze, TokenAuth
+
+import coze_lab as cl
+from coze_lab.config import CozeLab
+from coze_lab.runtime import Runtime
+from coze_lab.testing import ModelServer, TextReply
+from tests.support import CozeJs, ServerProcess
+
+# a workflow without code nodes (no sandbox): the model's answer, streamed by the end node
+answer = cl.Workflow("answer")
+
+
+@answer.start
+def ask(question: str):
+    """A question for the model."""
+
+
+answer.llm("reply", prompt="{{ask.question}}")
+answer.end(answer="{{reply.output}}")
+
+
+@dataclass
+class Lab:
+    server: ServerProcess
+    token: str
+    js: CozeJs
+    workflow_id: str
+    bot_id: str  # published to the API
+    draft_bot_id: str  # never published
+
+    def coze(self, token: str | None = None) -> Coze:
+        return Coze(auth=TokenAuth(token or self.token), base_url=self.server.url)
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def lab(
+    tmp_path: Path, db_url: str, model_server: ModelServer, coze_js: Callable[..., CozeJs]
+) -> Iterator[Lab]:
+    data_dir = tmp_path / "server-data"
+    runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    runtime.start()
+    alice = runtime.identity.ensure_user("alice")
+    token = runtime.tokens.create(alice.id, "js")[1]
+    workflow = runtime.workflows.save(alice.id, answer.validate().to_dict())
+    runtime.workflows.publish(alice.id, workflow.id)
+    runtime.db.dispose()
+    env = {
+        "OPENAI_BASE_URL": model_server.url,
+        "OPENAI_API_KEY": "test-key",
+        "COZE_LAB_DEFAULT_MODEL": "coze-lab-demo",
+    }
+    server = ServerProcess(data_dir, db_url, env=env).start()
+    try:
+        coze = Coze(auth=TokenAuth(token), base_url=server.url)
+        bots = [
+            coze.bots.create(
+                space_id=str(alice.workspace_id),
+                name=name,
+                prompt_info=BotPromptInfo(prompt="You are terse."),
+                model_info_config=BotModelInfo(model_id="default"),
+            ).bot_id
+            for name in ("published", "draft")
+        ]
+        coze.bots.publish(bot_id=bots[0], connector_ids=["1024"])
+        yield Lab(server, token, coze_js(server.url, token), str(workflow.id), *bots)
+    finally:
+        server.stop()
+
+
+def user_says(text: str) -> list[dict]:
+    return [{"role": "user", "content": text, "content_type": "text"}]
+
+
+def test_chat_streamed_and_polled(lab: Lab, model_server: ModelServer) -> None:
+    model_server.script([TextReply("Paris."), TextReply("Still Paris.")])
+    streamed, polled = lab.js.run(
+        ("chat.stream", {"bot_id": lab.bot_id, "additional_messages": user_says("Capital?")}),
+        ("chat.createAndPoll", {"bot_id": lab.bot_id, "additional_messages": user_says("Sure?")}),
+    )
+    events = streamed["result"]
+    names = [e["event"] for e in events]
+    assert names[:2] == ["conversation.chat.created", "conversation.chat.in_progress"]
+    assert names[-3:] == ["conversation.message.completed", "conversation.chat.completed", "done"]
+    deltas = [e["data"]["content"] for e in events if e["event"] == "conversation.message.delta"]
+    assert "".join(deltas) == "Paris."
+    assert events[-2]["data"]["status"] == "completed"
+    assert polled["result"]["chat"]["status"] == "completed"
+    answers = [m["content"] for m in polled["result"]["messages"] if m["type"] == "answer"]
+    assert answers == ["Still Paris."]
+
+
+def test_workflow_stream(lab: Lab, model_server: ModelServer) -> None:
+    model_server.script([TextReply("Forty-two.")])
+    (outcome,) = lab.js.run(
+        ("workflows.runs.stream", {"workflow_id": lab.workflow_id, "parameters": {"question": "?"}})
+    )
+    events = outcome["result"]
+    assert [e["event"] for e in events][-1] == "Done"
+    messages = [e["data"] for e in events if e["event"] == "Message"]
+    assert messages[-1]["node_is_finish"] and '"answer": "Forty-two."' in messages[-1]["content"]
+
+
+def test_a_non_streamed_failure_is_a_typed_error(lab: Lab) -> None:
+    (outcome,) = lab.js.run(("bots.retrieveNew", "7999999999999999999"))
+    error = outcome["error"]
+    assert (error["name"], error["status"], error["code"]) == ("NotFoundError", 404, 4200)
+    assert "does not exist" in error["msg"]
