@@ -6,12 +6,12 @@ the point, checks that cozepy sees the same code and message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cozepy import BotModelInfo, BotPromptInfo, Coze, TokenAuth
+from cozepy import BotModelInfo, BotPromptInfo, Coze, CozeAPIError, Message, TokenAuth
 
 import coze_lab as cl
 from coze_lab.config import CozeLab
@@ -117,6 +117,70 @@ def test_workflow_stream(lab: Lab, model_server: ModelServer) -> None:
     assert [e["event"] for e in events][-1] == "Done"
     messages = [e["data"] for e in events if e["event"] == "Message"]
     assert messages[-1]["node_is_finish"] and '"answer": "Forty-two."' in messages[-1]["content"]
+
+
+def streamed_failures(lab: Lab) -> list[tuple[str, dict]]:
+    """Streamed calls that fail before any event: unpublished bot, unknown workflow, an
+    endpoint we do not serve, a missing parameter."""
+    return [
+        ("chat.stream", {"bot_id": lab.draft_bot_id, "additional_messages": user_says("Hi")}),
+        ("workflows.runs.stream", {"workflow_id": "7999999999999999999"}),
+        ("workflows.chat.stream", {"workflow_id": lab.workflow_id, "additional_messages": []}),
+        ("workflows.runs.resume", {"workflow_id": lab.workflow_id, "resume_data": "x"}),
+    ]
+
+
+def cozepy_error(lab: Lab, call: str, params: dict, token: str | None = None) -> CozeAPIError:
+    """The same call through cozepy: the CozeAPIError it raises."""
+    coze = lab.coze(token)
+    hi = [Message.build_user_question_text("Hi")]
+    calls: dict[str, Callable[[], Iterable[object]]] = {
+        "chat.stream": lambda: coze.chat.stream(
+            bot_id=params["bot_id"], user_id="u", additional_messages=hi
+        ),
+        "workflows.runs.stream": lambda: coze.workflows.runs.stream(
+            workflow_id=params["workflow_id"]
+        ),
+        "workflows.chat.stream": lambda: coze.workflows.chat.stream(
+            workflow_id=params["workflow_id"], additional_messages=hi
+        ),
+        "workflows.runs.resume": lambda: coze.workflows.runs.resume(
+            workflow_id=params["workflow_id"], event_id="", resume_data="x", interrupt_type=2
+        ),
+    }
+    with pytest.raises(CozeAPIError) as err:
+        list(calls[call]())
+    return err.value
+
+
+def test_a_failing_streamed_call_surfaces_code_and_message(lab: Lab) -> None:
+    calls = streamed_failures(lab)
+    outcomes = lab.js.run(*calls)
+    for (call, params), outcome in zip(calls, outcomes, strict=True):
+        # the JS SDK yields the error body as its `error` event, as it does for Coze
+        (event,) = outcome["result"]
+        assert event["event"] == "error", (call, outcome)
+        code, msg = event["data"]["code"], event["data"]["msg"]
+        assert code >= 4000 and msg, (call, event)
+        # cozepy raises it with the same code and message
+        error = cozepy_error(lab, call, params)
+        assert (error.code, error.msg) == (code, msg), call
+    codes = [o["result"][0]["data"]["code"] for o in outcomes]
+    assert codes == [4200, 4200, 4200, 4000]
+    assert "not published" in outcomes[0]["result"][0]["data"]["msg"]
+    assert "/v1/workflows/chat" in outcomes[2]["result"][0]["data"]["msg"]
+
+
+def test_a_bad_token_on_a_stream_and_off_it(lab: Lab) -> None:
+    js = CozeJs(lab.server.url, "pat_not-a-token")
+    streamed, plain = js.run(
+        ("workflows.runs.stream", {"workflow_id": lab.workflow_id}),
+        ("workflows.runs.create", {"workflow_id": lab.workflow_id}),
+    )
+    assert streamed["result"][0]["data"]["code"] == 4100
+    assert plain["error"]["name"] == "AuthenticationError" and plain["error"]["code"] == 4100
+    error = cozepy_error(lab, "workflows.runs.stream", {"workflow_id": lab.workflow_id}, "x")
+    assert error.code == 4100
 
 
 def test_a_non_streamed_failure_is_a_typed_error(lab: Lab) -> None:

@@ -248,14 +248,16 @@ def test_sync_run_and_async_run(wf_server, db_url, data_dir, published, tmp_path
         ({"workflow_id": "WID", "parameters": "[1]"}, 4000),
     ],
 )
-def test_bad_run_requests_are_4xx_and_start_nothing(wf_server, published, body, code) -> None:
+def test_bad_run_requests_are_refused_and_start_nothing(wf_server, published, body, code) -> None:
     body = {k: (published["workflow_id"] if v == "WID" else v) for k, v in body.items()}
-    response = httpx.post(
-        f"{wf_server.url}/v1/workflow/stream_run",
-        json=body,
-        headers={"Authorization": f"Bearer {published['token']}"},
-    )
+    headers = {"Authorization": f"Bearer {published['token']}"}
+    response = httpx.post(f"{wf_server.url}/v1/workflow/run", json=body, headers=headers)
     assert 400 <= response.status_code < 500 and response.json()["code"] == code
+    # a request for a stream gets its error as Coze answers it: 200 and the JSON body
+    streamed = httpx.post(f"{wf_server.url}/v1/workflow/stream_run", json=body, headers=headers)
+    assert streamed.status_code == 200
+    assert streamed.headers["Content-Type"].startswith("application/json")
+    assert streamed.json() == response.json() and not streamed.text.endswith("\n")
     runs = httpx.get(
         f"{wf_server.url}/coze_lab/api/runs",
         headers={"Authorization": f"Bearer {published['token']}"},
