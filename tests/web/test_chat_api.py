@@ -321,7 +321,7 @@ def test_requires_action_and_submit_tool_outputs(lab: Lab, model_server: ModelSe
             tool_outputs=[ToolOutput(tool_call_id="call_w", output="again")],
             stream=False,
         )
-    assert twice.value.code == 4300
+    assert twice.value.code == 4090
 
 
 def test_workflow_used_as_a_tool(lab: Lab, model_server: ModelServer) -> None:
@@ -360,7 +360,7 @@ def test_draft_on_playground_published_on_api(lab: Lab, model_server: ModelServe
     coze = lab.coze()
     with pytest.raises(CozeAPIError) as unpublished:
         coze.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
-    assert unpublished.value.code == 4200 and "publish" in unpublished.value.msg
+    assert unpublished.value.code == 4015 and "publish" in unpublished.value.msg
     publish(lab, bot_id)
     coze.bots.update(bot_id=bot_id, prompt_info=BotPromptInfo(prompt="v2 draft prompt"))
     coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
@@ -471,7 +471,7 @@ def test_no_model_configured_fails_the_chat_clearly(
         coze.bots.publish(bot_id=bot.bot_id)
         with pytest.raises(CozeAPIError) as refused:
             coze.chat.create(bot_id=bot.bot_id, user_id="u", additional_messages=ask("x"))
-        assert refused.value.code == 4050 and "no model is configured" in refused.value.msg
+        assert refused.value.code == 4012 and "no model is configured" in refused.value.msg
         assert "OPENAI_API_KEY" in refused.value.msg
         # refused before anything was written
         assert list(coze.conversations.list(bot_id=bot.bot_id)) == []

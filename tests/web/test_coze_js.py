@@ -166,7 +166,7 @@ def test_a_failing_streamed_call_surfaces_code_and_message(lab: Lab) -> None:
         error = cozepy_error(lab, call, params)
         assert (error.code, error.msg) == (code, msg), call
     codes = [o["result"][0]["data"]["code"] for o in outcomes]
-    assert codes == [4200, 4200, 4200, 4000]
+    assert codes == [4015, 4200, 4200, 4000]  # Coze's "bot not published to the API" first
     assert "not published" in outcomes[0]["result"][0]["data"]["msg"]
     assert "/v1/workflows/chat" in outcomes[2]["result"][0]["data"]["msg"]
 
@@ -188,3 +188,18 @@ def test_a_non_streamed_failure_is_a_typed_error(lab: Lab) -> None:
     error = outcome["error"]
     assert (error["name"], error["status"], error["code"]) == ("NotFoundError", 404, 4200)
     assert "does not exist" in error["msg"]
+
+
+def test_a_large_body_is_a_bad_request_not_a_rate_limit(lab: Lab) -> None:
+    big = "x" * (3 * 1024 * 1024)  # over max_json_bytes (2 MiB)
+    create, streamed = lab.js.run(
+        ("bots.create", {"space_id": "1", "name": big}),
+        ("chat.stream", {"bot_id": lab.bot_id, "additional_messages": user_says(big)}),
+    )
+    assert create["error"]["name"] == "BadRequestError" and create["error"]["code"] == 4000
+    assert "exceeds" in create["error"]["msg"]
+    (event,) = streamed["result"]
+    assert event["event"] == "error" and event["data"]["code"] == 4000
+    with pytest.raises(CozeAPIError) as err:
+        lab.coze().bots.create(space_id="1", name=big)
+    assert err.value.code == 4000 and "exceeds" in err.value.msg

@@ -141,7 +141,7 @@ def test_a_second_resume_is_refused(wf_server, published, model_server) -> None:
                 interrupt_type=2,
             )
         )
-    assert err.value.code == 4300
+    assert err.value.code == 4090
 
 
 def test_sigkill_between_interrupt_and_resume(
@@ -213,7 +213,7 @@ def test_two_replicas_two_concurrent_resumes_one_wins(
         for thread in threads:
             thread.join(60)
         refused = [o for o in outcomes if isinstance(o, CozeAPIError)]
-        assert len(outcomes) == 2 and len(refused) == 1 and refused[0].code == 4300
+        assert len(outcomes) == 2 and len(refused) == 1 and refused[0].code == 4090
     finally:
         a.stop()
         b.stop()

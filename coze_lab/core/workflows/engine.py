@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
+from coze_lab.core.errors import QUESTION_EXPIRED, CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.sandbox import Runner
@@ -418,7 +418,7 @@ class Engine:
                 "failed",
                 {
                     "error": {
-                        "code": 4301,
+                        "code": QUESTION_EXPIRED,
                         "msg": f"question on node '{info.node_id}' expired unanswered",
                     }
                 },

@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import Conflict, NotFound
+from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
@@ -354,7 +354,7 @@ class RunStore:
                     lease_until=None,
                     updated_at=now,
                     finished_at=now,
-                    error={"code": 4300, "msg": "canceled"},
+                    error={"code": RUN_CANCELED, "msg": "canceled"},
                 )
             )
             session.execute(
@@ -538,7 +538,7 @@ class RunStore:
         """An expired question without a timeout branch fails its (root) run, visibly."""
         now = self.clock()
         error = {
-            "code": 4301,
+            "code": QUESTION_EXPIRED,
             "msg": f"question {info.event_id} on node '{info.node_id}' expired unanswered",
             "node_id": info.node_id,
         }

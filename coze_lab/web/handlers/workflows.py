@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
+from coze_lab.core.errors import RUN_CANCELED, CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
 from coze_lab.core.workflows.runs import RunInfo
 from coze_lab.web import serialize
@@ -52,7 +52,7 @@ def coze_events(event: str, data: dict[str, Any], seq: int) -> list[tuple[str, d
             )
         ]
     if event == "canceled":
-        return [("Error", {"error_code": 4300, "error_message": "the run was canceled"})]
+        return [("Error", {"error_code": RUN_CANCELED, "error_message": "the run was canceled"})]
     if event == "done":
         usage = data.get("usage") or {}
         return [("Done", {"debug_url": "", "usage": serialize.chat_usage(usage)})]

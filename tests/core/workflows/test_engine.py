@@ -180,7 +180,7 @@ def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
     host.call(host.runtime.engine.recover())
     assert host.runtime.engine.store.interrupt(event_id, run.info.owner_id).status == "expired"
     final = host.runtime.engine.store.get(run.id)
-    assert final.status == "failed" and final.error["code"] == 4301
+    assert final.status == "failed" and final.error["code"] == 4092
     assert "expired" in final.error["msg"]
 
 
