@@ -117,6 +117,17 @@ def test_stream_interrupt_resume_done(wf_server, published, model_server) -> Non
     assert json.loads(history.output)["approved"] == "yes"
     assert history.usage.token_count > 0
     assert history.node_execute_status["clean"].is_finish
+    node = coze.workflows.runs.run_histories.execute_nodes.retrieve(
+        workflow_id=published["workflow_id"],
+        execute_id=execute_id,
+        node_execute_uuid=history.node_execute_status["clean"].node_execute_uuid,
+    )
+    assert node.is_finish and json.loads(node.node_output)["words"] == 3
+    with pytest.raises(CozeAPIError) as missing:
+        coze.workflows.runs.run_histories.execute_nodes.retrieve(
+            workflow_id=published["workflow_id"], execute_id=execute_id, node_execute_uuid="nope"
+        )
+    assert missing.value.code == 4200
 
 
 def test_a_second_resume_is_refused(wf_server, published, model_server) -> None:

@@ -201,10 +201,8 @@ class ExecuteNodeHandler(CozeHandler):
         if record is None:
             raise NotFound(f"node execution {node_key} does not exist")
         self.reply(
-            [
-                {
-                    "is_finish": record.status in ("succeeded", "skipped"),
-                    "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
-                }
-            ]
+            {
+                "is_finish": record.status in ("succeeded", "skipped"),
+                "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
+            }
         )
