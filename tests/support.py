@@ -45,8 +45,14 @@ class ServerProcess:
     """A real ``coze-lab serve`` on a free loopback port; output kept for log assertions."""
 
     def __init__(
-        self, data_dir: Path, database_url: str, *extra: str, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        database_url: str,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        options_after_command: bool = False,
     ) -> None:
+        self.options_after_command = options_after_command
         self.data_dir = data_dir
         self.database_url = database_url
         self.env = env or {}
@@ -59,17 +65,14 @@ class ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
+        options = ["--data-dir", str(self.data_dir), "--database-url", self.database_url]
+        serve = ["serve", "--port", "0"]
+        if self.options_after_command:  # as the README writes it
+            argv = [*self.extra, *serve, *options]
+        else:
+            argv = [*options, *self.extra, *serve]
         self.proc = subprocess.Popen(
-            coze_lab_command(
-                "--data-dir",
-                str(self.data_dir),
-                "--database-url",
-                self.database_url,
-                *self.extra,
-                "serve",
-                "--port",
-                "0",
-            ),
+            coze_lab_command(*argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **self.env},
