@@ -121,6 +121,22 @@ OPERATIONS: tuple[Operation, ...] = (
         query=(("page_num", "integer", False), ("page_size", "integer", False)),
     ),
     Operation(
+        "get",
+        "/v1/users/me",
+        "The token's owner (Coze's User)",
+        "users",
+        data={
+            "type": "object",
+            "properties": {
+                "user_id": _ID,
+                "user_name": {"type": "string"},
+                "nick_name": {"type": "string"},
+                "avatar_url": {"type": "string"},
+            },
+            "required": ["user_id", "user_name", "nick_name", "avatar_url"],
+        },
+    ),
+    Operation(
         "get", "/coze_lab/api/health", "Version, user, database and sandbox health", "studio"
     ),
     Operation("get", "/coze_lab/api/me", "The current user", "studio", data=_USER),

@@ -183,8 +183,9 @@ def test_a_bad_token_on_a_stream_and_off_it(lab: Lab) -> None:
     assert error.code == 4100
 
 
-def test_a_non_streamed_failure_is_a_typed_error(lab: Lab) -> None:
-    (outcome,) = lab.js.run(("bots.retrieveNew", "7999999999999999999"))
+def test_users_me_and_a_typed_non_streamed_failure(lab: Lab) -> None:
+    me, outcome = lab.js.run(("users.me",), ("bots.retrieveNew", "7999999999999999999"))
+    assert me["result"]["user_name"] == "alice" and me["result"]["user_id"].isdigit()
     error = outcome["error"]
     assert (error["name"], error["status"], error["code"]) == ("NotFoundError", 404, 4200)
     assert "does not exist" in error["msg"]

@@ -342,3 +342,13 @@ def test_secrets_never_reach_the_logs(server, admin, tmp_path) -> None:
     assert "/v1/workspaces" in log  # the log is real and was written
     for secret in (token, created):
         assert secret[4:] not in log
+
+
+def test_users_me_is_the_tokens_owner(server, admin) -> None:
+    alice = admin.identity.ensure_user("alice")
+    me = coze(server, token_for(admin, "alice", scopes=["chat"], connector_id="999")).users.me()
+    assert (me.user_id, me.user_name, me.nick_name) == (str(alice.id), "alice", "alice")
+    assert coze(server, token_for(admin, "bob")).users.me().user_name == "bob"
+    with pytest.raises(CozeAPIError) as err:
+        coze(server, "pat_unknown").users.me()
+    assert err.value.code == 4100
