@@ -6,6 +6,7 @@ the point, checks that cozepy sees the same code and message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,11 +109,25 @@ def test_chat_streamed_and_polled(lab: Lab, model_server: ModelServer) -> None:
     assert answers == ["Still Paris."]
 
 
-def test_workflow_stream(lab: Lab, model_server: ModelServer) -> None:
-    model_server.script([TextReply("Forty-two.")])
-    (outcome,) = lab.js.run(
-        ("workflows.runs.stream", {"workflow_id": lab.workflow_id, "parameters": {"question": "?"}})
+def test_workflow_stream_and_run(lab: Lab, model_server: ModelServer) -> None:
+    model_server.script([TextReply("Forty-two."), TextReply("Again.")])
+    outcome, created = lab.js.run(
+        (
+            "workflows.runs.stream",
+            {"workflow_id": lab.workflow_id, "parameters": {"question": "?"}},
+        ),
+        # as the SDK's own example: a bot_id and a parameter the workflow does not declare
+        (
+            "workflows.runs.create",
+            {
+                "workflow_id": lab.workflow_id,
+                "parameters": {"question": "?", "norco": "JavaScript"},
+                "bot_id": lab.bot_id,
+            },
+        ),
     )
+    assert created["result"]["code"] == 0, created
+    assert json.loads(created["result"]["data"]) == {"answer": "Again."}
     events = outcome["result"]
     assert [e["event"] for e in events][-1] == "Done"
     messages = [e["data"] for e in events if e["event"] == "Message"]

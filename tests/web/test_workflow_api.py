@@ -254,7 +254,6 @@ def test_sync_run_and_async_run(wf_server, db_url, data_dir, published, tmp_path
         ({"workflow_id": "123", "parameters": {}}, 4200),
         ({"workflow_id": "abc"}, 4000),
         ({"parameters": {"doc": "x"}}, 4000),
-        ({"workflow_id": "WID", "parameters": {"nope": 1}}, 4000),
         ({"workflow_id": "WID", "parameters": {"doc": 5}}, 4000),
         ({"workflow_id": "WID", "parameters": "[1]"}, 4000),
     ],
@@ -293,3 +292,30 @@ def test_another_users_workflow_and_runs_are_invisible(
         f"{wf_server.url}/coze_lab/api/workflows", headers={"Authorization": f"Bearer {bob_token}"}
     ).json()
     assert listed["data"]["workflows"] == []
+
+
+def test_undeclared_parameters_are_ignored_on_the_coze_api_only(
+    wf_server, published, model_server
+) -> None:
+    model_server.script(["Fine."])
+    coze = client(wf_server, published["token"])
+    headers = {"Authorization": f"Bearer {published['token']}"}
+    events = list(
+        coze.workflows.runs.stream(
+            workflow_id=published["workflow_id"], parameters={"doc": "a b", "norco": "JS"}
+        )
+    )
+    assert events[-1].event == WorkflowEventType.INTERRUPT
+    [run] = httpx.get(f"{wf_server.url}/coze_lab/api/runs", headers=headers).json()["data"]["runs"]
+    assert run["inputs"] == {"doc": "a b", "reviewer": "anonymous"}
+    trace = httpx.get(
+        f"{wf_server.url}/coze_lab/api/runs/{run['id']}/events", headers=headers, timeout=30
+    ).text
+    assert trace.startswith("id: 1\nevent: note\n") and "['norco']" in trace
+    # the studio API (like the notebook API) catches the typo
+    refused = httpx.post(
+        f"{wf_server.url}/coze_lab/api/workflows/{published['workflow_id']}/runs",
+        json={"parameters": {"doc": "x", "norco": "JS"}},
+        headers=headers,
+    )
+    assert refused.status_code == 400 and "['norco']" in refused.json()["msg"]

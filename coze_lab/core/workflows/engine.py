@@ -264,9 +264,28 @@ class Engine:
         *,
         workflow_id: int | None = None,
         version: int | None = None,
+        ignore_undeclared: bool = False,
     ) -> int:
-        """Create a run and execute it in the background; return its id (execute_id)."""
+        """Create a run and execute it in the background; return its id (execute_id).
+
+        Inputs the start node does not declare are refused (a typo is caught), or with
+        ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
+        in the run's trace naming them.
+        """
         validate(spec)
+        notes: list[dict[str, Any]] = []
+        if ignore_undeclared and isinstance(inputs, dict):
+            declared = sorted(i.name for i in spec.inputs)
+            ignored = sorted(set(inputs) - set(declared))
+            inputs = {k: v for k, v in inputs.items() if k in declared}
+            if ignored:
+                notes.append(
+                    {
+                        "msg": f"ignored undeclared parameters {ignored}; "
+                        f"the start node declares {declared}",
+                        "ignored_parameters": ignored,
+                    }
+                )
         values = check_inputs(spec, inputs)
         definition = spec.to_dict()
         run_id = self.store.create(
@@ -277,6 +296,7 @@ class Engine:
             version=version,
             lease_owner=self.worker,
             lease_s=self.settings.lease_s,
+            notes=notes,
         )
         now = self.clock()
         self._launch(

@@ -6,6 +6,7 @@ looks at its successors; an interrupt is committed together with its node's reco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -153,8 +154,10 @@ class RunStore:
         lease_owner: str | None = None,
         lease_s: float = 30,
         parent: tuple[int, str, int] | None = None,
+        notes: Sequence[dict[str, Any]] = (),
     ) -> int:
-        """A new running run; ``parent`` = (parent run, child key, root run) for child runs."""
+        """A new running run; ``parent`` = (parent run, child key, root run) for child runs;
+        ``notes`` become its first events (``note``), written with it."""
         now = self.clock()
         run_id = new_id()
         with self.db.write() as conn:
@@ -183,6 +186,21 @@ class RunStore:
                     }
                 ],
             )
+            if notes:
+                _EVENTS.run(
+                    conn,
+                    [
+                        {
+                            "id": new_id(),
+                            "run_id": run_id,
+                            "seq": seq,
+                            "event": "note",
+                            "data": note,
+                            "created_at": now,
+                        }
+                        for seq, note in enumerate(notes, 1)
+                    ],
+                )
         return run_id
 
     def child(self, parent_run_id: int, key: str) -> RunInfo | None:

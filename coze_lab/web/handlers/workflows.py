@@ -99,8 +99,15 @@ class WorkflowHandler(CozeHandler):
         user = self.coze_user()
         workflow_id = self.workflow_id(body)
         spec, version = self.runtime.workflows.runnable(user.id, workflow_id)
+        # Coze ignores parameters the start node does not declare (its own examples send
+        # some); the run's trace notes them
         return await self.runtime.engine.start(
-            user.id, spec, self.parameters(body), workflow_id=workflow_id, version=version
+            user.id,
+            spec,
+            self.parameters(body),
+            workflow_id=workflow_id,
+            version=version,
+            ignore_undeclared=True,
         )
 
     async def stream(self, run_id: int, after: int) -> None:
