@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
@@ -116,16 +115,18 @@ def test_global_options_after_the_sub_command(tmp_path: Path, db_url: str) -> No
         server.stop()
 
 
-def test_lists_default_to_the_local_user(cli_args, tmp_path: Path) -> None:
+def test_lists_default_to_the_local_user(cli_args, tmp_path: Path, db_url: str) -> None:
+    runtime = runtime_for(tmp_path, db_url)
+    runtime.start()
+    carol, dave = (runtime.identity.ensure_user(name) for name in ("carol", "dave"))
+    runtime.tokens.create(carol.id, "carols")
+    runtime.tokens.create(dave.id, "daves")
+    runtime.workflows.save(carol.id, REVIEW.validate().to_dict())
+    runtime.db.dispose()
     env = {"COZE_LAB_LOCAL_USER": "carol"}
-    run_cli(*cli_args, "pat", "create", "--user", "carol", "--name", "carols", env=env)
-    run_cli(*cli_args, "pat", "create", "--user", "dave", "--name", "daves", env=env)
     listed = run_cli(*cli_args, "pat", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "carols" in listed.stdout and "daves" not in listed.stdout
-    path = tmp_path / "wf.json"
-    path.write_text(json.dumps(REVIEW.to_json()))
-    run_cli(*cli_args, "workflow", "import", str(path), "--user", "carol", env=env)
     workflows = run_cli(*cli_args, "workflow", "list", env=env)
     assert workflows.returncode == 0, workflows.stderr
     assert "review_no_model" in workflows.stdout
