@@ -20,7 +20,16 @@ $(VENV)/.installed: pyproject.toml labextension/package.json
 	$(VENV)/bin/jupyter-builder develop --overwrite .
 	touch $@
 
-install: $(VENV)/.installed
+## the official Coze JavaScript SDK (@coze/api) for the tests that drive it with node; its
+## optional `speaker` dependency does not build here, and the SDK never needs it
+COZE_JS := .cache/coze-js
+$(COZE_JS)/.installed: tests/web/coze_js/package.json tests/web/coze_js/package-lock.json
+	mkdir -p $(COZE_JS)
+	cp tests/web/coze_js/package.json tests/web/coze_js/package-lock.json $(COZE_JS)/
+	cd $(COZE_JS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed $(COZE_JS)/.installed
 
 ## make lab: JupyterLab on notebooks/ with the embedded SQLite database
 ## (and the offline demo model when no real model is configured).
@@ -86,4 +95,4 @@ bench: install
 	$(PY) bench/chat.py
 
 clean:
-	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules dist site
+	rm -rf $(VENV) $(COZE_JS) coze_lab/labextension labextension/lib labextension/node_modules dist site

@@ -13,6 +13,7 @@ import secrets
 from typing import Any
 
 from tornado import web
+from tornado.httputil import HTTPServerRequest
 
 from coze_lab.core import connectors
 from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
@@ -24,6 +25,41 @@ from coze_lab.web.envelope import error_body, ok, status_for
 log = logging.getLogger("coze_lab.web")
 
 RUNTIME_KEY = "coze_lab_runtime"
+
+#: Coze endpoints that always answer with an event stream
+STREAM_ENDPOINTS = ("/v1/workflow/stream_run", "/v1/workflow/stream_resume", "/v1/workflows/chat")
+#: Coze endpoints that stream when the request body says ``"stream": true``
+STREAM_WHEN_ASKED = ("/v3/chat", "/v3/chat/submit_tool_outputs")
+
+
+def asks_for_stream(request: HTTPServerRequest) -> bool:
+    """Whether a request asked the Coze API for an event stream.
+
+    Coze answers such a request's errors with HTTP 200 and the ``{code, msg}`` JSON body
+    (no event stream, no trailing newline), and so must we: the JavaScript SDK reads a
+    streamed call's body only from a 2xx response (a 4xx reaches its users as ``code:
+    undefined``) and yields an unterminated body as an ``error`` event; cozepy raises
+    ``CozeAPIError(code, msg)`` for any JSON answer to a stream call.
+
+    Example:
+        >>> from tornado.httputil import HTTPServerRequest
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v1/workflow/stream_run"))
+        True
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"stream": true}'))
+        True
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"bot_id": "1"}'))
+        False
+    """
+    path = request.path
+    if path.endswith(STREAM_ENDPOINTS):
+        return True
+    if request.method != "POST" or not path.endswith(STREAM_WHEN_ASKED):
+        return False
+    try:
+        body = json.loads(request.body or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 class CozeHandler(web.RequestHandler):
@@ -127,6 +163,8 @@ class CozeHandler(web.RequestHandler):
             reason = exc.log_message % exc.args if exc.args else exc.log_message
         else:
             reason = self._reason
+        if asks_for_stream(self.request):
+            self.set_status(200)  # as Coze does: see asks_for_stream
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(error_body(status_code, exc, reason)))
 

@@ -121,6 +121,22 @@ OPERATIONS: tuple[Operation, ...] = (
         query=(("page_num", "integer", False), ("page_size", "integer", False)),
     ),
     Operation(
+        "get",
+        "/v1/users/me",
+        "The token's owner (Coze's User)",
+        "users",
+        data={
+            "type": "object",
+            "properties": {
+                "user_id": _ID,
+                "user_name": {"type": "string"},
+                "nick_name": {"type": "string"},
+                "avatar_url": {"type": "string"},
+            },
+            "required": ["user_id", "user_name", "nick_name", "avatar_url"],
+        },
+    ),
+    Operation(
         "get", "/coze_lab/api/health", "Version, user, database and sandbox health", "studio"
     ),
     Operation("get", "/coze_lab/api/me", "The current user", "studio", data=_USER),
@@ -946,14 +962,25 @@ def _operation(op: Operation) -> dict[str, Any]:
         }
     if op.stream:
         spec["responses"]["200"] = {
-            "description": "server-sent events",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "server-sent events; a failure before the first event is the "
+            "Coze error body `{code, msg}` as JSON with status 200, as on Coze",
+            "content": {
+                "text/event-stream": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}},
+            },
         }
     if op.public:
         spec["security"] = []
     elif op.scope:
         spec["description"] = f"Needs a token with the `{op.scope}` scope (or no scopes)."
     return spec
+
+
+_ERROR = {
+    "type": "object",
+    "properties": {"code": {"type": "integer"}, "msg": {"type": "string"}},
+    "required": ["code", "msg"],
+}
 
 
 def document() -> dict[str, Any]:
@@ -973,20 +1000,12 @@ def document() -> dict[str, Any]:
         "paths": paths,
         "components": {
             "securitySchemes": {"personalAccessToken": {"type": "http", "scheme": "bearer"}},
+            "schemas": {"Error": _ERROR},
             "responses": {
                 "Error": {
                     "description": "Coze-style error",
                     "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "code": {"type": "integer"},
-                                    "msg": {"type": "string"},
-                                },
-                                "required": ["code", "msg"],
-                            }
-                        }
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
                     },
                 }
             },

@@ -77,6 +77,7 @@ from coze_lab.web.handlers.tables import (
     TableRowsHandler,
     TablesHandler,
 )
+from coze_lab.web.handlers.users import UserMeHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
@@ -93,6 +94,7 @@ OPENAPI: list[tuple[str, type[CozeHandler]]] = [
     (r"/v1/files/upload", FileUploadHandler),
     (r"/v1/files/retrieve", FileRetrieveHandler),
     (r"/v1/workspaces", WorkspacesHandler),
+    (r"/v1/users/me", UserMeHandler),
     (r"/v1/workflow/run", WorkflowRunHandler),
     (r"/v1/workflow/stream_run", WorkflowStreamRunHandler),
     (r"/v1/workflow/stream_resume", WorkflowStreamResumeHandler),

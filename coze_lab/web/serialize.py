@@ -47,6 +47,16 @@ def workspace(info: WorkspaceInfo) -> dict[str, Any]:
     }
 
 
+def coze_user(info: UserInfo) -> dict[str, Any]:
+    """Coze's User (``/v1/users/me``): no nick names or avatars here, so the name twice."""
+    return {
+        "user_id": str(info.id),
+        "user_name": info.name,
+        "nick_name": info.name,
+        "avatar_url": "",
+    }
+
+
 def user(info: UserInfo) -> dict[str, Any]:
     return {
         "id": str(info.id),

@@ -488,6 +488,13 @@ def test_the_web_sdk_page_refuses_a_token_without_the_binding(page: Page, lab: L
     page.get_by_test_id("sdk-input").fill("Hi")
     page.get_by_test_id("sdk-send").click()
     expect(page.get_by_test_id("sdk-error")).to_contain_text("4101", timeout=UI_TIMEOUT_MS)
+    # an unknown token (4100, answered as Coze answers a stream request) asks for another
+    page.goto(f"{lab.url}coze_lab/sdk/chat?bot_id={bot_id}&again=1#token=pat_unknown")
+    expect(page.locator("#token-form")).to_be_hidden()
+    page.get_by_test_id("sdk-input").fill("Hi")
+    page.get_by_test_id("sdk-send").click()
+    expect(page.get_by_test_id("sdk-error")).to_contain_text("4100", timeout=UI_TIMEOUT_MS)
+    expect(page.locator("#token-form")).to_be_visible()
 
 
 def test_a_run_form_starts_a_run_and_its_trace_follows_it(

@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, select
 from coze_lab.core import connectors
 from coze_lab.core.bots.config import BotConfig
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import InvalidParameter, NotFound
+from coze_lab.core.errors import InvalidParameter, NotFound, NotPublished
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
@@ -130,7 +130,7 @@ class BotService:
                 return info
             version = self._newest_version(session, bot_id)
             if version is None:
-                raise NotFound(f"bot {bot_id} has not been published")
+                raise NotPublished(f"bot {bot_id} has not been published")
             return replace(
                 info, config=BotConfig.from_dict(version.config), version=version.version
             )
@@ -243,7 +243,7 @@ class BotService:
             number = info.connectors.get(connector_id)
             if number is None:
                 name = connectors.NAMES.get(connector_id, connector_id)
-                raise NotFound(
+                raise NotPublished(
                     f"bot {bot_id} is not published to the {name} connector ({connector_id}); "
                     "publish it first"
                 )

@@ -149,8 +149,13 @@ class ChatStore:
         persist: bool,
         new_conversation: bool = False,
     ) -> NewChat:
-        """The chat's rows, not written yet: ``write()`` writes them in one transaction."""
+        """The chat's rows, not written yet: ``write()`` writes them in one transaction.
+
+        The request's messages get their ids before the chat does, everything the chat
+        writes gets one after it: :meth:`messages` tells them apart by that.
+        """
         now = self._clock()
+        message_ids = [new_id() for _ in messages]
         row = Chat(
             id=new_id(),
             owner_id=conversation.owner_id,
@@ -165,7 +170,8 @@ class ChatStore:
             updated_at=now,
         )
         rows = [
-            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id) for m in messages
+            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id, message_id=mid)
+            for mid, m in zip(message_ids, messages, strict=True)
         ]
         return NewChat(self._db, conversation, row, rows, bot_id, now, persist, new_conversation)
 
@@ -259,11 +265,13 @@ class ChatStore:
             return _info(row)
 
     def messages(self, chat_id: int) -> list[MessageInfo]:
-        """Everything the chat wrote besides the request (Coze's ``/v3/chat/message/list``)."""
+        """What the chat wrote (Coze's ``/v3/chat/message/list``): answers, tool calls and
+        results, never the request's messages, questions or history the request supplied
+        (their ids precede the chat's: see :meth:`prepare`)."""
         with self._db.reading() as session:
             rows = session.scalars(
                 select(Message)
-                .where(Message.chat_id == chat_id, Message.type != "question")
+                .where(Message.chat_id == chat_id, Message.id > chat_id, Message.type != "question")
                 .order_by(Message.id.asc())
             )
             return [message_info(r) for r in rows]

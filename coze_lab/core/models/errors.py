@@ -39,10 +39,10 @@ class ModelNotConfigured(CozeLabError):
     Example:
         >>> err = ModelNotConfigured("model 'gpt-x' is not configured")
         >>> (err.code, err.status)
-        (4050, 400)
+        (4012, 400)
     """
 
-    code, status = 4050, 400
+    code, status = 4012, 400  # Coze's 'invalid model'
 
 
 class InvalidModelRegistry(CozeLabError):
@@ -61,13 +61,17 @@ class ModelError(CozeLabError):
 
     ``kind`` is one of :data:`MODEL_ERROR_KINDS`; ``provider_status`` is the provider's HTTP
     status when it answered with an error (``None`` otherwise). ``status`` is what *our*
-    API answers: 504 for timeouts, 502 for everything else.
+    API answers: 504 for timeouts, 502 for everything else. A provider's rate limit (429)
+    is Coze's 4013, which the SDKs read as a rate limit (the JavaScript SDK's
+    RateLimitError); every other failure is 5020.
 
     Example:
-        >>> err = ModelError("model provider answered HTTP 429: slow down", kind="status",
-        ...                  provider_status=429)
+        >>> err = ModelError("model provider answered HTTP 500: down", kind="status",
+        ...                  provider_status=500)
         >>> (err.code, err.status, err.kind, err.provider_status)
-        (5020, 502, 'status', 429)
+        (5020, 502, 'status', 500)
+        >>> ModelError("HTTP 429: slow down", kind="status", provider_status=429).code
+        4013
     """
 
     code, status = 5020, 502
@@ -78,6 +82,8 @@ class ModelError(CozeLabError):
         self.provider_status = provider_status
         if kind == "timeout":
             self.status = 504
+        if provider_status == 429:
+            self.code = 4013
 
 
 def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:

@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
+from coze_lab.core.errors import QUESTION_EXPIRED, CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.sandbox import Runner
@@ -265,9 +265,28 @@ class Engine:
         *,
         workflow_id: int | None = None,
         version: int | None = None,
+        ignore_undeclared: bool = False,
     ) -> int:
-        """Create a run and execute it in the background; return its id (execute_id)."""
+        """Create a run and execute it in the background; return its id (execute_id).
+
+        Inputs the start node does not declare are refused (a typo is caught), or with
+        ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
+        in the run's trace naming them.
+        """
         validate(spec)
+        notes: list[dict[str, Any]] = []
+        if ignore_undeclared and isinstance(inputs, dict):
+            declared = sorted(i.name for i in spec.inputs)
+            ignored = sorted(set(inputs) - set(declared))
+            inputs = {k: v for k, v in inputs.items() if k in declared}
+            if ignored:
+                notes.append(
+                    {
+                        "msg": f"ignored undeclared parameters {ignored}; "
+                        f"the start node declares {declared}",
+                        "ignored_parameters": ignored,
+                    }
+                )
         values = check_inputs(spec, inputs)
         definition = spec.to_dict()
         run_id = self.store.create(
@@ -278,6 +297,7 @@ class Engine:
             version=version,
             lease_owner=self.worker,
             lease_s=self.settings.lease_s,
+            notes=notes,
         )
         now = self.clock()
         self._launch(
@@ -419,7 +439,7 @@ class Engine:
                 "failed",
                 {
                     "error": {
-                        "code": 4301,
+                        "code": QUESTION_EXPIRED,
                         "msg": f"question on node '{info.node_id}' expired unanswered",
                     }
                 },

@@ -6,6 +6,7 @@ looks at its successors; an interrupt is committed together with its node's reco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import Conflict, NotFound
+from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
@@ -153,8 +154,10 @@ class RunStore:
         lease_owner: str | None = None,
         lease_s: float = 30,
         parent: tuple[int, str, int] | None = None,
+        notes: Sequence[dict[str, Any]] = (),
     ) -> int:
-        """A new running run; ``parent`` = (parent run, child key, root run) for child runs."""
+        """A new running run; ``parent`` = (parent run, child key, root run) for child runs;
+        ``notes`` become its first events (``note``), written with it."""
         now = self.clock()
         run_id = new_id()
         with self.db.write() as conn:
@@ -183,6 +186,21 @@ class RunStore:
                     }
                 ],
             )
+            if notes:
+                _EVENTS.run(
+                    conn,
+                    [
+                        {
+                            "id": new_id(),
+                            "run_id": run_id,
+                            "seq": seq,
+                            "event": "note",
+                            "data": note,
+                            "created_at": now,
+                        }
+                        for seq, note in enumerate(notes, 1)
+                    ],
+                )
         return run_id
 
     def child(self, parent_run_id: int, key: str) -> RunInfo | None:
@@ -354,7 +372,7 @@ class RunStore:
                     lease_until=None,
                     updated_at=now,
                     finished_at=now,
-                    error={"code": 4300, "msg": "canceled"},
+                    error={"code": RUN_CANCELED, "msg": "canceled"},
                 )
             )
             session.execute(
@@ -538,7 +556,7 @@ class RunStore:
         """An expired question without a timeout branch fails its (root) run, visibly."""
         now = self.clock()
         error = {
-            "code": 4301,
+            "code": QUESTION_EXPIRED,
             "msg": f"question {info.event_id} on node '{info.node_id}' expired unanswered",
             "node_id": info.node_id,
         }

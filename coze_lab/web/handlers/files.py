@@ -6,7 +6,7 @@ import inspect
 
 from tornado import web
 
-from coze_lab.core.errors import CozeLabError, PayloadTooLarge
+from coze_lab.core.errors import CozeLabError, FileTooLarge
 from coze_lab.core.files import Upload
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
@@ -37,7 +37,7 @@ class FileUploadHandler(CozeHandler):
         limit = self.runtime.files.max_bytes + _MULTIPART_SLACK
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > limit:
-            raise PayloadTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
+            raise FileTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
         self.request.connection.set_max_body_size(self.runtime.files.max_bytes + _CONNECTION_SLACK)
         self._reader = MultipartFileReader(
             self.request.headers.get("Content-Type", ""), "file", self._open_upload(user.id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
+from coze_lab.core.errors import RUN_CANCELED, CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
 from coze_lab.core.workflows.runs import RunInfo
 from coze_lab.web import serialize
@@ -52,7 +52,7 @@ def coze_events(event: str, data: dict[str, Any], seq: int) -> list[tuple[str, d
             )
         ]
     if event == "canceled":
-        return [("Error", {"error_code": 4300, "error_message": "the run was canceled"})]
+        return [("Error", {"error_code": RUN_CANCELED, "error_message": "the run was canceled"})]
     if event == "done":
         usage = data.get("usage") or {}
         return [("Done", {"debug_url": "", "usage": serialize.chat_usage(usage)})]
@@ -99,8 +99,15 @@ class WorkflowHandler(CozeHandler):
         user = self.coze_user()
         workflow_id = self.workflow_id(body)
         spec, version = self.runtime.workflows.runnable(user.id, workflow_id)
+        # Coze ignores parameters the start node does not declare (its own examples send
+        # some); the run's trace notes them
         return await self.runtime.engine.start(
-            user.id, spec, self.parameters(body), workflow_id=workflow_id, version=version
+            user.id,
+            spec,
+            self.parameters(body),
+            workflow_id=workflow_id,
+            version=version,
+            ignore_undeclared=True,
         )
 
     async def stream(self, run_id: int, after: int) -> None:
@@ -201,10 +208,8 @@ class ExecuteNodeHandler(CozeHandler):
         if record is None:
             raise NotFound(f"node execution {node_key} does not exist")
         self.reply(
-            [
-                {
-                    "is_finish": record.status in ("succeeded", "skipped"),
-                    "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
-                }
-            ]
+            {
+                "is_finish": record.status in ("succeeded", "skipped"),
+                "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
+            }
         )

@@ -249,6 +249,19 @@ async def test_provider_error_becomes_model_error_without_key(
 
 
 @pytest.mark.asyncio
+async def test_a_provider_rate_limit_is_coze_4013(server: ModelServer) -> None:
+    server.script([ErrorReply(429, "slow down", "rate_limit_exceeded")])
+    async with ModelClient(max_retries=0) as client:
+        with pytest.raises(ModelError) as caught:
+            await client.complete(server.spec(), USER)
+    assert (caught.value.code, caught.value.status, caught.value.provider_status) == (
+        4013,
+        502,
+        429,
+    )
+
+
+@pytest.mark.asyncio
 async def test_wrong_key_is_401_and_right_key_passes() -> None:
     key = "sk-right-key-0123456789"
     with ModelServer(api_key=key) as srv:

@@ -139,7 +139,7 @@ def test_unknown_model_says_how_to_configure(tmp_path: Path) -> None:
     with pytest.raises(ModelNotConfigured) as caught:
         registry.get("gpt-5")
     err = caught.value
-    assert (err.code, err.status) == (4050, 400)
+    assert (err.code, err.status) == (4012, 400)
     assert "model 'gpt-5' is not configured (configured: none)" in err.msg
     assert "OPENAI_API_KEY" in err.msg and "registry file" in err.msg
     assert "docs/guides/models.md" in err.msg  # a page that exists (tests/test_docs.py)

@@ -134,9 +134,11 @@ def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHo
     run_id = store.create(
         host.user.id, spec.to_dict(), {"doc": "a b c"}, lease_owner="dead-worker", lease_s=-1
     )
-    store.commit_step(run_id, [NodeWrite("begin", "begin", "start", "succeeded",
-                                         outputs={"doc": "a b c"}, attempts=1)],
-                      [(1, "node_started", {"node_id": "tidy"})])
+    store.commit_step(
+        run_id,
+        [NodeWrite("begin", "begin", "start", "succeeded", outputs={"doc": "a b c"}, attempts=1)],
+        [(1, "node_started", {"node_id": "tidy"})],
+    )
     # the crash happened while tidy was running: started, never committed
 
     recovered = host.call(host.runtime.engine.recover())
@@ -180,12 +182,11 @@ def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
     host.call(host.runtime.engine.recover())
     assert host.runtime.engine.store.interrupt(event_id, run.info.owner_id).status == "expired"
     final = host.runtime.engine.store.get(run.id)
-    assert final.status == "failed" and final.error["code"] == 4301
+    assert final.status == "failed" and final.error["code"] == 4092
     assert "expired" in final.error["msg"]
 
 
-def test_an_expired_question_can_take_its_timeout_branch(host: LocalHost,
-                                                         clock: FakeClock) -> None:
+def test_an_expired_question_can_take_its_timeout_branch(host: LocalHost, clock: FakeClock) -> None:
     run = host.run(PATIENT.validate(), {"item": "invoice"})
     assert run.status == "interrupted"
     clock.advance(timedelta(days=8))
@@ -216,3 +217,22 @@ def test_another_users_question_is_not_found(host: LocalHost) -> None:
             ).one()
             == "interrupted"
         )
+
+
+def test_undeclared_inputs_are_refused_unless_asked_to_ignore_them(host: LocalHost) -> None:
+    with pytest.raises(InvalidParameter, match=r"unknown parameters \['nope'\]"):
+        host.run(PARALLEL.validate(), {"topic": "x", "nope": 1})
+
+    async def lenient() -> tuple[int, list]:
+        engine = host.runtime.engine
+        run_id = await engine.start(
+            host.user.id, PARALLEL.validate(), {"topic": "x", "nope": 1}, ignore_undeclared=True
+        )
+        await engine.wait(run_id)
+        return run_id, engine.store.events(run_id)
+
+    run_id, events = host.call(lenient())
+    assert events[0][:2] == (1, "note") and events[0][2]["ignored_parameters"] == ["nope"]
+    assert "nope" in events[0][2]["msg"] and "topic" in events[0][2]["msg"]
+    assert host.runtime.engine.store.get(run_id).inputs == {"topic": "x"}
+    assert [e[1] for e in events].count("note") == 1
