@@ -48,10 +48,11 @@ format:
 	$(PY) -m ruff check --fix coze_lab tests bench
 	$(PY) -m ruff format coze_lab tests bench
 
-## make bench: the figures in the README (sandbox, engine vs LangGraph, API throughput)
+## make bench: the figures in the README (sandbox, engine vs LangGraph, API throughput, chat)
 bench: install
 	$(PY) bench/sandbox.py
 	$(PY) bench/engine.py
+	$(PY) bench/chat.py
 
 clean:
 	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules
