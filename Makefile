@@ -53,6 +53,7 @@ bench: install
 	$(PY) bench/sandbox.py
 	$(PY) bench/engine.py
 	$(PY) bench/chat.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) coze_lab/labextension labextension/lib labextension/node_modules

@@ -96,6 +96,7 @@ class ChatCompletions:
     ) -> AsyncIterator[CompletionChunk]:
         """The chunks of a streamed completion (``request`` must say ``stream: true``)."""
         response = await self._send(spec, api_key, request)
+        pieces = response.aiter_bytes()
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # a server that ignored "stream": the whole answer as one chunk
@@ -103,7 +104,6 @@ class ChatCompletions:
                 yield _as_chunk(done)
                 return
             decoder = SSEDecoder()
-            pieces = response.aiter_bytes()
             async for piece in pieces:
                 for event in decoder.feed(piece):
                     if event.data.startswith(b"[DONE]"):
@@ -120,6 +120,7 @@ class ChatCompletions:
         except httpx.RequestError as exc:
             raise _transport_error(exc, spec, api_key) from exc
         finally:
+            await pieces.aclose()  # type: ignore[attr-defined]
             await response.aclose()
 
     async def _send(
