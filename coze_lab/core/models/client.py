@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from coze_lab import __version__
+from coze_lab.core.models.errors import ModelNotConfigured
 from coze_lab.core.models.spec import ModelSpec
 from coze_lab.core.models.types import Completion, CompletionChunk
 from coze_lab.core.models.wire import ChatCompletions
@@ -51,7 +52,8 @@ class ModelClient:
     or ``protocol``); a declared but unset key variable raises ``ModelNotConfigured``.
 
     ``backend``: ``"httpx"`` (the default: the lean path) or ``"openai"`` (the official SDK);
-    unset, the ``COZE_LAB_MODEL_CLIENT`` environment variable decides.
+    unset, the ``COZE_LAB_MODEL_CLIENT`` environment variable decides. Another value raises
+    ``ModelNotConfigured``, so a mistyped variable fails each chat with a clear message.
 
     Example:
         >>> async def demo(spec):  # doctest: +SKIP
@@ -72,7 +74,10 @@ class ModelClient:
         if backend is None:
             backend = (os.environ if environ is None else environ).get(BACKEND_ENV) or "httpx"
         if backend not in BACKENDS:
-            raise ValueError(f"model client backend must be one of {BACKENDS}, not {backend!r}")
+            raise ModelNotConfigured(
+                f"the model client must be 'httpx' or 'openai' (ModelClient(backend=...) or "
+                f"{BACKEND_ENV}), not {backend!r}"
+            )
         self.backend = backend
         self._transport = transport
         self._timeout = timeout

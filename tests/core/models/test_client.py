@@ -433,8 +433,10 @@ def test_backend_comes_from_the_environment_and_is_checked() -> None:
     assert ModelClient(backend="openai", environ={"COZE_LAB_MODEL_CLIENT": "httpx"}).backend == (
         "openai"
     )
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(ModelNotConfigured, match=r"must be 'httpx' or 'openai'.*'requests'"):
         ModelClient(backend="requests")
+    with pytest.raises(ModelNotConfigured, match=r"COZE_LAB_MODEL_CLIENT.*'sdk'"):
+        ModelClient(environ={"COZE_LAB_MODEL_CLIENT": "sdk"})
 
 
 def test_the_sdk_is_not_imported_until_chosen() -> None:
