@@ -88,11 +88,12 @@ format:
 	$(PY) -m ruff check --fix coze_lab tests bench scripts
 	$(PY) -m ruff format coze_lab tests bench scripts
 
-## make bench: the figures of docs/benchmarks.md (sandbox, engine vs LangGraph, API throughput, chat)
+## make bench: the figures of docs/benchmarks.md (sandbox, engine vs LangGraph, API throughput, chat, start-up)
 bench: install
 	$(PY) bench/sandbox.py
 	$(PY) bench/engine.py
 	$(PY) bench/chat.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) $(COZE_JS) coze_lab/labextension labextension/lib labextension/node_modules dist site

@@ -7,6 +7,7 @@ All three are :class:`~coze_lab.core.errors.CozeLabError`, so the web layer repo
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from coze_lab.core.errors import CozeLabError
 
@@ -101,3 +102,55 @@ def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 1] + "…"
     return text
+
+
+def provider_message(body: object, fallback: str) -> str:
+    """The human part of a provider's error body (OpenAI's ``{"error": {"message"}}``, a
+    bare ``{"message"}``, or text/HTML cut to 200 characters); ``fallback`` otherwise.
+
+    Example:
+        >>> provider_message({"error": {"message": "slow down"}}, "HTTP 429")
+        'slow down'
+        >>> provider_message("<html><h1>Bad gateway</h1></html>", "HTTP 502")
+        'Bad gateway'
+    """
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str) and body.strip():
+        text = " ".join(re.sub(r"<[^>]*>", " ", body).split())
+        return text[:200] or fallback
+    return fallback
+
+
+def status_error(
+    where: str, status: int, body: object, fallback: str, secrets: tuple[str | None, ...]
+) -> ModelError:
+    """The :class:`ModelError` for a provider that answered an HTTP error status.
+
+    Example:
+        >>> status_error("model 'm'", 429, {"error": {"message": "slow down"}}, "", ()).msg
+        "model 'm' answered HTTP 429: slow down"
+    """
+    detail = redact(provider_message(body, fallback), secrets)
+    return ModelError(
+        f"{where} answered HTTP {status}: {detail}", kind="status", provider_status=status
+    )
+
+
+def timeout_error(where: str) -> ModelError:
+    """The :class:`ModelError` for a provider that did not answer in time."""
+    return ModelError(f"{where} did not answer in time", kind="timeout")
+
+
+def connection_error(
+    where: str, cause: BaseException, secrets: tuple[str | None, ...]
+) -> ModelError:
+    """The :class:`ModelError` for a connection that failed (refused, reset, closed early)."""
+    return ModelError(
+        redact(f"cannot connect to {where}: {type(cause).__name__}: {cause}", secrets),
+        kind="connection",
+    )
