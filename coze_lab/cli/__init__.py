@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from coze_lab._version import __version__
-from coze_lab.cli import db, pat, serve, workflow
+from coze_lab.cli import db, hub, pat, serve, workflow
 from coze_lab.core.errors import CozeLabError
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.register(commands)
     db.register(commands)
+    hub.register(commands)
     pat.register(commands)
     workflow.register(commands)
     try:
