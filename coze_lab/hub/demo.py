@@ -105,6 +105,8 @@ class DemoHub:
             + repr(str(root / "home" / "{username}")),
             f"c.Spawner.cmd = {[sys.executable, '-m', 'jupyterhub.singleuser']!r}",
             "c.Spawner.default_url = '/lab'",
+            # jupyter_server refuses to run as root unless told (containers, CI)
+            f"c.Spawner.args = {['--allow-root'] if os.geteuid() == 0 else []!r}",
             "c.Spawner.start_timeout = 120",
             "c.Spawner.http_timeout = 120",
             hub_config(self.settings),
