@@ -48,8 +48,15 @@ def free_port() -> int:
 
 def start_model_server(port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coze_lab.testing.model_server", "--port", str(port),
-         "--chunk-delay", "0.005"],
+        [
+            sys.executable,
+            "-m",
+            "coze_lab.testing.model_server",
+            "--port",
+            str(port),
+            "--chunk-delay",
+            "0.005",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -69,8 +76,10 @@ async def direct_first_chunk(client: openai.AsyncOpenAI, text: str) -> float:
     start = time.perf_counter()
     stream = await client.chat.completions.create(
         model="coze-lab-demo",
-        messages=[{"role": "system", "content": "You are terse."},
-                  {"role": "user", "content": text}],
+        messages=[
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": text},
+        ],
         stream=True,
         stream_options={"include_usage": True},
     )
@@ -85,8 +94,12 @@ async def one_chat(
     client: httpx.AsyncClient, bot_id: str, text: str, *, first_only: bool
 ) -> tuple[float | None, bool]:
     """Seconds to the first delta, and whether the chat completed."""
-    body = {"bot_id": bot_id, "user_id": "bench", "stream": True,
-            "additional_messages": [{"role": "user", "content": text, "content_type": "text"}]}
+    body = {
+        "bot_id": bot_id,
+        "user_id": "bench",
+        "stream": True,
+        "additional_messages": [{"role": "user", "content": text, "content_type": "text"}],
+    }
     start = time.perf_counter()
     first = None
     event = ""
@@ -110,8 +123,9 @@ async def measure(url: str, token: str, bot_id: str, model_url: str) -> dict[str
     headers = {"Authorization": f"Bearer {token}"}
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     model = openai.AsyncOpenAI(base_url=model_url, api_key="bench")
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120,
-                                 limits=limits) as client:
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, timeout=120, limits=limits
+    ) as client:
         direct, firsts = [], []
         for i in range(SAMPLES + WARMUP):
             alone = await direct_first_chunk(model, f"hello {i}")
@@ -152,13 +166,17 @@ def main() -> None:
             user = runtime.identity.ensure_user("bench")
             token = runtime.tokens.create(user.id, "bench")[1]
             bot = runtime.bots.create(
-                user.id, user.workspace_id,
+                user.id,
+                user.workspace_id,
                 {"name": "bench", "prompt_info": {"prompt": "You are terse."}},
             )
             runtime.bots.publish(user.id, bot.id, ["1024"])
             runtime.db.dispose()
-            env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench",
-                   "COZE_LAB_DEFAULT_MODEL": "coze-lab-demo"}
+            env = {
+                "OPENAI_BASE_URL": base_url,
+                "OPENAI_API_KEY": "bench",
+                "COZE_LAB_DEFAULT_MODEL": "coze-lab-demo",
+            }
             server = ServerProcess(data, url, env=env).start()
             try:
                 ours = asyncio.run(measure(server.url, token, str(bot.id), base_url))
@@ -171,16 +189,26 @@ def main() -> None:
     added50 = statistics.median(added) * 1000
     added95 = percentile(added, 0.95) * 1000
     rows = [
-        ("first content chunk straight from the model server, p50 / p95",
-         f"{statistics.median(direct) * 1000:.2f} / {percentile(direct, 0.95) * 1000:.2f} ms"),
-        ("first conversation.message.delta through coze-lab serve, p50 / p95",
-         f"{statistics.median(firsts) * 1000:.2f} / {percentile(firsts, 0.95) * 1000:.2f} ms"),
-        ("added by the server (paired samples), p50 / p95 (target p50 <= 5 ms)",
-         f"{added50:.2f} / {added95:.2f} ms"),
+        (
+            "first content chunk straight from the model server, p50 / p95",
+            f"{statistics.median(direct) * 1000:.2f} / {percentile(direct, 0.95) * 1000:.2f} ms",
+        ),
+        (
+            "first conversation.message.delta through coze-lab serve, p50 / p95",
+            f"{statistics.median(firsts) * 1000:.2f} / {percentile(firsts, 0.95) * 1000:.2f} ms",
+        ),
+        (
+            "added by the server (paired samples), p50 / p95 (target p50 <= 5 ms)",
+            f"{added50:.2f} / {added95:.2f} ms",
+        ),
     ]
     for n, (done, elapsed) in ours["loads"].items():
-        rows.append((f"{n} concurrent streaming chats: completed, wall time, chats/s",
-                     f"{done}/{n}, {elapsed:.2f} s, {done / elapsed:.0f}/s"))
+        rows.append(
+            (
+                f"{n} concurrent streaming chats: completed, wall time, chats/s",
+                f"{done}/{n}, {elapsed:.2f} s, {done / elapsed:.0f}/s",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

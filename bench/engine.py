@@ -43,14 +43,21 @@ def chain(nodes: int) -> WorkflowSpec:
     edges = []
     previous, field = "start", "value"
     for i in range(nodes - 2):
-        specs.append(NodeSpec(f"n{i}", "text", outputs={"output": "string"},
-                              config={"template": f"{{{{{previous}.{field}}}}}"}))
+        specs.append(
+            NodeSpec(
+                f"n{i}",
+                "text",
+                outputs={"output": "string"},
+                config={"template": f"{{{{{previous}.{field}}}}}"},
+            )
+        )
         edges.append(Edge(previous, f"n{i}"))
         previous, field = f"n{i}", "output"
     specs.append(NodeSpec("end", "end", inputs={"value": f"{{{{{previous}.{field}}}}}"}))
     edges.append(Edge(previous, "end"))
-    spec = WorkflowSpec(f"chain{nodes}", inputs=(InputSpec("value"),), nodes=tuple(specs),
-                        edges=tuple(edges))
+    spec = WorkflowSpec(
+        f"chain{nodes}", inputs=(InputSpec("value"),), nodes=tuple(specs), edges=tuple(edges)
+    )
     validate(spec)
     return spec
 
@@ -72,18 +79,34 @@ async def ours(nodes: int, runs: int) -> dict[str, float]:
         await engine.close()
         db.dispose()
     per_node = [t / nodes * 1000 for t in times]
-    return {"median_ms_per_node": statistics.median(per_node),
-            "p95_ms_per_node": sorted(per_node)[int(len(per_node) * 0.95) - 1]}
+    return {
+        "median_ms_per_node": statistics.median(per_node),
+        "p95_ms_per_node": sorted(per_node)[int(len(per_node) * 0.95) - 1],
+    }
 
 
 def langgraph(nodes: int, runs: int) -> dict[str, float]:
     python = LANGGRAPH_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(LANGGRAPH_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "langgraph>=1.0",
-                        "langgraph-checkpoint-sqlite>=3.0"], check=True)
-    out = subprocess.run([str(python), str(ROOT / "bench" / "langgraph_baseline.py"),
-                          str(nodes), str(runs)], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "langgraph>=1.0",
+                "langgraph-checkpoint-sqlite>=3.0",
+            ],
+            check=True,
+        )
+    out = subprocess.run(
+        [str(python), str(ROOT / "bench" / "langgraph_baseline.py"), str(nodes), str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -94,15 +117,17 @@ async def throughput(total: int = 1000, concurrency: int = 16) -> dict[str, floa
         path = Path(tmp) / "three.json"
         path.write_text(json.dumps(chain(3).to_dict()))
         args = ["--data-dir", str(data), "--database-url", url]
-        wid = run_cli(*args, "workflow", "import", str(path), "--user", "bench",
-                      "--publish").stdout.split()[-1]
+        wid = run_cli(
+            *args, "workflow", "import", str(path), "--user", "bench", "--publish"
+        ).stdout.split()[-1]
         token = run_cli(*args, "pat", "create", "--user", "bench", "--name", "b").stdout.split()[-1]
         server = ServerProcess(data, url).start()
         try:
             headers = {"Authorization": f"Bearer {token}"}
             body = {"workflow_id": wid, "parameters": {"value": "x"}}
-            async with httpx.AsyncClient(base_url=server.url, headers=headers,
-                                         timeout=60) as client:
+            async with httpx.AsyncClient(
+                base_url=server.url, headers=headers, timeout=60
+            ) as client:
                 for _ in range(20):  # warm-up
                     (await client.post("/v1/workflow/run", json=body)).raise_for_status()
                 queue: asyncio.Queue[int] = asyncio.Queue()
@@ -116,15 +141,20 @@ async def throughput(total: int = 1000, concurrency: int = 16) -> dict[str, floa
                         queue.get_nowait()
                         reply = (await client.post("/v1/workflow/run", json=body)).json()
                         failures += reply["code"] != 0 or json.loads(reply["data"]) != {
-                            "value": "x"}
+                            "value": "x"
+                        }
 
                 start = time.perf_counter()
                 await asyncio.gather(*(worker() for _ in range(concurrency)))
                 elapsed = time.perf_counter() - start
         finally:
             server.stop()
-    return {"runs_per_s": total / elapsed, "total": total, "concurrency": concurrency,
-            "failures": failures}
+    return {
+        "runs_per_s": total / elapsed,
+        "total": total,
+        "concurrency": concurrency,
+        "failures": failures,
+    }
 
 
 def main() -> None:
@@ -134,14 +164,20 @@ def main() -> None:
     rate = asyncio.run(throughput())
     ratio = mine["median_ms_per_node"] / theirs["median_ms_per_node"]
     rows = [
-        ("coze_lab: overhead per node, median / p95 (50 nodes, durable commits, SQLite)",
-         f"{mine['median_ms_per_node']:.3f} / {mine['p95_ms_per_node']:.3f} ms"),
-        ("LangGraph + SqliteSaver: overhead per node, median / p95",
-         f"{theirs['median_ms_per_node']:.3f} / {theirs['p95_ms_per_node']:.3f} ms"),
+        (
+            "coze_lab: overhead per node, median / p95 (50 nodes, durable commits, SQLite)",
+            f"{mine['median_ms_per_node']:.3f} / {mine['p95_ms_per_node']:.3f} ms",
+        ),
+        (
+            "LangGraph + SqliteSaver: overhead per node, median / p95",
+            f"{theirs['median_ms_per_node']:.3f} / {theirs['p95_ms_per_node']:.3f} ms",
+        ),
         ("coze_lab / LangGraph (target <= 0.5)", f"{ratio:.2f}"),
-        ("3-node workflow via /v1/workflow/run, one server process (target >= 250/s)",
-         f"{rate['runs_per_s']:.0f} runs/s ({rate['total']} runs, {rate['concurrency']} "
-         f"concurrent, {rate['failures']} failed)"),
+        (
+            "3-node workflow via /v1/workflow/run, one server process (target >= 250/s)",
+            f"{rate['runs_per_s']:.0f} runs/s ({rate['total']} runs, {rate['concurrency']} "
+            f"concurrent, {rate['failures']} failed)",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     for name, value in rows:

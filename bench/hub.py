@@ -1,7 +1,8 @@
 """Figures for the shared-hub shape (issue 13, phase 1), measured in one run.
 
 1. List latency against history: ``GET /coze_lab/api/runs?limit=20`` on ``coze-lab serve``
-   with 1k, 10k and 100k stored runs of the caller, with the indexes of migration 0007 and,
+   with 1k, 10k and 100k stored runs (a quarter of them the caller's, the rest three other
+   users'), with the indexes of migration 0007 and,
    side by side, without them (the single-column ``owner_id`` index of before), on SQLite
    and on PostgreSQL.
 2. ``/v1/workflow/run`` (3-node workflow, 16 concurrent clients) on PostgreSQL against
@@ -85,8 +86,11 @@ def database(kind: str, pg_url: str, tmp: Path) -> Iterator[str]:
 
 
 # ---- 1. list latency --------------------------------------------------------------------
-def add_runs(runtime: Runtime, owner: int, workflow: int, count: int) -> None:
-    """``count`` finished runs of ``owner`` (small rows, inserted in batches)."""
+def add_runs(runtime: Runtime, owners: list[int], workflow: int, count: int) -> None:
+    """``count`` finished runs, every fourth one the first owner's (the one who lists), the
+    rest other users'; each carries its definition as real runs do. PostgreSQL's statistics
+    are refreshed (autovacuum would); SQLite's are not (nothing runs ANALYZE there)."""
+    definition = chain(3).to_dict()
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     table = WorkflowRun.__table__
     batch = []
@@ -95,10 +99,10 @@ def add_runs(runtime: Runtime, owner: int, workflow: int, count: int) -> None:
         batch.append(
             {
                 "id": new_id(),
-                "owner_id": owner,
-                "workflow_id": workflow,
+                "owner_id": owners[i % len(owners)],
+                "workflow_id": workflow if i % len(owners) == 0 else None,
                 "version": 1,
-                "definition": {},
+                "definition": definition,
                 "status": "succeeded",
                 "inputs": {"value": "x"},
                 "outputs": {"value": "x"},
@@ -111,8 +115,9 @@ def add_runs(runtime: Runtime, owner: int, workflow: int, count: int) -> None:
             with runtime.db.write() as connection:
                 connection.execute(insert(table), batch)
             batch = []
-    with runtime.db.engine.begin() as connection:
-        connection.execute(text("analyze"))
+    if runtime.db.dialect == "postgresql":
+        with runtime.db.engine.begin() as connection:
+            connection.execute(text("analyze"))
 
 
 def without_0007(runtime: Runtime) -> None:
@@ -126,7 +131,6 @@ def without_0007(runtime: Runtime) -> None:
         )
         connection.execute(text("drop index ix_workflow_runs_owner_id_id"))
         connection.execute(text("drop index ix_workflow_runs_workflow_owner_id"))
-        connection.execute(text("analyze"))
 
 
 def list_p50(server: ServerProcess, token: str, requests: int) -> float:
@@ -150,13 +154,14 @@ def list_curve(kind: str, pg_url: str, sizes: list[int], tmp: Path) -> list[tupl
             runtime = Runtime(CozeLab(data_dir=str(data), database_url=url))
             runtime.start()
             user = runtime.identity.ensure_user("bench")
+            others = [runtime.identity.ensure_user(f"other{i}").id for i in range(3)]
             token = runtime.tokens.create(user.id, "bench")[1]
             workflow = runtime.workflows.save(user.id, chain(3).to_dict()).id
             if old:
                 without_0007(runtime)
             stored = 0
             for size in sizes:
-                add_runs(runtime, user.id, workflow, size - stored)
+                add_runs(runtime, [user.id, *others], workflow, size - stored)
                 stored = size
                 server = ServerProcess(data, url).start()
                 try:
@@ -178,6 +183,7 @@ def list_curve(kind: str, pg_url: str, sizes: list[int], tmp: Path) -> list[tupl
 
 # ---- 2. /v1/workflow/run throughput -----------------------------------------------------
 async def run_rate(url: str, data: Path, total: int, concurrency: int) -> tuple[float, int]:
+    data.parent.mkdir(parents=True, exist_ok=True)
     path = data.parent / "three.json"
     path.write_text(json.dumps(chain(3).to_dict()))
     args = ["--data-dir", str(data), "--database-url", url]

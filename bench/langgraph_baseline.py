@@ -48,9 +48,17 @@ def main(nodes: int = 50, runs: int = 30) -> None:
             times.append(time.perf_counter() - start)
         checkpoints = conn.execute("select count(*) from checkpoints").fetchone()[0]
     per_node = [t / nodes * 1000 for t in times]
-    print(json.dumps({"median_ms_per_node": statistics.median(per_node),
-                      "p95_ms_per_node": sorted(per_node)[int(len(per_node) * 0.95) - 1],
-                      "checkpoints": checkpoints, "runs": runs, "nodes": nodes}))
+    print(
+        json.dumps(
+            {
+                "median_ms_per_node": statistics.median(per_node),
+                "p95_ms_per_node": sorted(per_node)[int(len(per_node) * 0.95) - 1],
+                "checkpoints": checkpoints,
+                "runs": runs,
+                "nodes": nodes,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -335,38 +335,9 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
     }
 
 
-QUERIES = [
-    "tokens",
-    "workspaces",
-    "workflows",
-    "runs",
-    "runs of a workflow",
-    "pending questions",
-    "pending questions of a run",
-    "run events",
-    "stale runs (sweep)",
-    "expired questions (sweep)",
-    "bots",
-    "published bots",
-    "unpublished bots",
-    "conversations",
-    "conversations of a bot",
-    "messages",
-    "messages after",
-    "messages before",
-    "chat messages",
-    "lost chats (sweep)",
-    "plugins",
-    "plugin calls",
-    "tables",
-    "table rows",
-]
-
-
 def test_every_list_query_is_served_by_an_index(history: dict[str, Any]) -> None:
     db, ids = history["db"], history["ids"]
     queries = list_queries(db, ids)
-    assert sorted(queries) == sorted(QUERIES)  # a new list joins this test
     failures: dict[str, list[str]] = {}
     for name, call in queries.items():
         with captured(db) as statements:
