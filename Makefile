@@ -8,7 +8,10 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 BUILD_DEPS := "hatchling>=1.21" "hatch-jupyter-builder>=0.9" "hatch-nodejs-version>=0.3.2" \
               "jupyterlab>=4.6,<5" "editables>=0.5"
 
-.PHONY: install lab test lint format bench clean dist docs screenshots
+.PHONY: install lab hub test lint format bench clean dist docs screenshots
+#: JupyterHub's proxy (npm), installed into the venv: bin/configurable-http-proxy
+CHP_VERSION ?= 5.3.0
+CHP := $(VENV)/bin/configurable-http-proxy
 
 $(VENV)/.installed: pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +32,11 @@ $(COZE_JS)/.installed: tests/web/coze_js/package.json tests/web/coze_js/package-
 	cd $(COZE_JS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed $(COZE_JS)/.installed
+$(CHP): | $(VENV)/.installed
+	npm install --global --prefix $(VENV) --no-audit --no-fund --loglevel=error \
+	  configurable-http-proxy@$(CHP_VERSION)
+
+install: $(VENV)/.installed $(COZE_JS)/.installed $(CHP)
 
 ## make lab: JupyterLab on notebooks/ with the embedded SQLite database
 ## (and the offline demo model when no real model is configured).
@@ -58,6 +65,12 @@ lab: install
 	  $(PY) scripts/lab_banner.py "$(LAB_URL)?token=$$token" & \
 	  $(LAB) --IdentityProvider.token=$$token; \
 	fi
+
+## make hub: a local demo JupyterHub (users alice and bob, any password) with coze-lab serve
+## as its service at /services/coze-lab/, the offline demo model unless one is configured,
+## PostgreSQL when COZE_LAB_DATABASE_URL is set (SQLite under .cache/hub otherwise)
+hub: install
+	$(PY) -m coze_lab.hub.demo $(HUB_ARGS)
 
 ## make test: the whole suite (PostgreSQL too when COZE_LAB_TEST_DATABASE_URL is set)
 test: install

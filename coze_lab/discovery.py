@@ -5,9 +5,12 @@ Order of discovery:
 1. explicit ``url`` (+ ``token``): a remote ``coze-lab serve`` with a personal access
    token, or any Jupyter server;
 2. ``COZE_LAB_URL`` / ``COZE_LAB_TOKEN`` in the environment;
-3. a JupyterHub single-user server: ``JUPYTERHUB_SERVICE_URL`` (or the running server
+3. on a shared JupyterHub set up with ``coze-lab hub-config``: the hub's coze_lab
+   service at ``COZE_LAB_SERVICE_URL`` with the kernel's ``JUPYTERHUB_API_TOKEN`` (widgets
+   in the page still talk to the user's own server, which shares the database);
+4. a JupyterHub single-user server: ``JUPYTERHUB_SERVICE_URL`` (or the running server
    under ``JUPYTERHUB_SERVICE_PREFIX``) with ``JUPYTERHUB_API_TOKEN``;
-4. the running Jupyter servers (``jupyter_server.serverapp.list_running_servers()``): the
+5. the running Jupyter servers (``jupyter_server.serverapp.list_running_servers()``): the
    one that started this kernel (``JPY_PARENT_PID`` is its pid, or its ``api/kernels``
    lists this kernel's id, or its root holds ``JPY_SESSION_NAME``), else the only one.
 """
@@ -69,6 +72,8 @@ def _discover(
     running = list(_running_servers() if servers is None else servers)
     hub_token = env.get("JUPYTERHUB_API_TOKEN", "")
     prefix = env.get("JUPYTERHUB_SERVICE_PREFIX", "")
+    if hub_token and env.get("COZE_LAB_SERVICE_URL"):
+        return Studio(env["COZE_LAB_SERVICE_URL"], token or hub_token, page_base=prefix or None)
     if hub_token and env.get("JUPYTERHUB_SERVICE_URL"):
         service = _loopback(env["JUPYTERHUB_SERVICE_URL"])
         return Studio(service, token or hub_token, page_base=prefix or urlsplit(service).path)

@@ -53,6 +53,9 @@ class Runtime:
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)
+        from coze_lab.core.usage import UsageService
+
+        self.usage = UsageService(self.db)
         self._chats: Any = None
         self._sandbox: Any = None
         self._engine: Any = None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coze_lab._version import __version__
-from coze_lab.cli import db, pat, serve, workflow
+from coze_lab.cli import db, hub, pat, serve, workflow
 from coze_lab.core.errors import CozeLabError
 
 
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     serve.register(commands)
     db.register(commands)
+    hub.register(commands)
     pat.register(commands)
     workflow.register(commands)
     try:

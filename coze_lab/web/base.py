@@ -16,7 +16,13 @@ from tornado import web
 from tornado.httputil import HTTPServerRequest
 
 from coze_lab.core import connectors
-from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
+from coze_lab.core.errors import (
+    CozeLabError,
+    InvalidParameter,
+    PayloadTooLarge,
+    PermissionDenied,
+    Unauthenticated,
+)
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.pat import Principal
 from coze_lab.runtime import Runtime
@@ -129,6 +135,11 @@ class CozeHandler(web.RequestHandler):
     def studio_user(self) -> UserInfo:
         """The user of a studio API request; the Jupyter base answers with Jupyter's identity."""
         return self.coze_user()
+
+    def admin_user(self) -> UserInfo:
+        """An administrator (a JupyterHub admin on the hub service); 403 for anyone else."""
+        self.studio_user()
+        raise PermissionDenied("only JupyterHub admins, signed in through the hub, see this")
 
     # ---- request and response bodies ------------------------------------------------
     def json_body(self) -> dict[str, Any]:

@@ -142,6 +142,33 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/coze_lab/api/me", "The current user", "studio", data=_USER),
     Operation(
         "get",
+        "/coze_lab/api/admin/usage",
+        "Runs, chats and model tokens per user (JupyterHub admins only; counts, no content)",
+        "studio",
+        query=(("since", "integer", False),),
+        data={
+            "type": "object",
+            "properties": {
+                "users": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "user_id": _ID,
+                            "name": {"type": "string"},
+                            "runs": {"type": "integer"},
+                            "chats": {"type": "integer"},
+                            "chat_tokens": {"type": "integer"},
+                            "run_tokens": {"type": "integer"},
+                            "tokens": {"type": "integer"},
+                        },
+                    },
+                }
+            },
+        },
+    ),
+    Operation(
+        "get",
         "/coze_lab/api/tokens",
         "List personal access tokens",
         "studio",

@@ -7,6 +7,7 @@ from typing import Any
 from tornado import web
 
 from coze_lab.web.base import CozeHandler, NotFoundHandler
+from coze_lab.web.handlers.admin import UsageHandler
 from coze_lab.web.handlers.bots import (
     BotCreateHandler,
     BotItemHandler,
@@ -45,7 +46,7 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
-from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
+from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
     OAuthCallbackHandler,
     PluginAuthorizeHandler,
@@ -128,6 +129,7 @@ OPENAPI: list[tuple[str, type[CozeHandler]]] = [
 STUDIO: list[tuple[str, type[CozeHandler]]] = [
     (r"/coze_lab/api/health", HealthHandler),
     (r"/coze_lab/api/me", MeHandler),
+    (r"/coze_lab/api/admin/usage", UsageHandler),
     (r"/coze_lab/api/tokens", TokensHandler),
     (r"/coze_lab/api/tokens/([^/]+)", TokenHandler),
     (r"/coze_lab/api/workflows", WorkflowsHandler),
@@ -216,6 +218,7 @@ def standalone_routes() -> list[Route]:
     routes += [
         (r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)),
         (r"/healthz", bind(LivenessHandler, StandaloneBase)),
+        (r"/", bind(ServiceRootHandler, StandaloneBase)),
     ]
     return routes
 
