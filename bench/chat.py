@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from coze_lab.config import CozeLab  # noqa: E402
-from coze_lab.runtime import Runtime  # noqa: E402
+from coze_lab.services import Runtime  # noqa: E402
 from coze_lab.store import sqlite_url  # noqa: E402
 from tests.support import ServerProcess  # noqa: E402
 

@@ -7,7 +7,7 @@ from traitlets import Instance
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
 from coze_lab.web.routes import jupyter_routes
 

@@ -11,7 +11,7 @@ from tornado import httpserver, web
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab, MiB
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
 from coze_lab.web.routes import standalone_not_found, standalone_routes
 

@@ -17,8 +17,8 @@ from tornado import web
 from coze_lab.core import connectors
 from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
 from coze_lab.core.identity import UserInfo
-from coze_lab.core.pat import Principal
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import Principal
+from coze_lab.services import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
 
 log = logging.getLogger("coze_lab.web")

@@ -13,8 +13,8 @@ from coze_lab.core.conversations import ConversationInfo, MessageInfo
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo, WorkspaceInfo
 from coze_lab.core.memory import TableInfo
-from coze_lab.core.pat import TokenInfo
-from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo
+from coze_lab.core.tokens import TokenInfo
+from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
 from coze_lab.core.workflows.service import WorkflowInfo
 
 _HISTORY_STATUS = {

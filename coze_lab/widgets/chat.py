@@ -22,7 +22,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from coze_lab.client import Studio, StudioError
+from coze_lab.notebook.studio import Studio, StudioError
 from coze_lab.widgets.chat_state import ChatState
 from coze_lab.widgets.run import STATIC
 

@@ -24,7 +24,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from coze_lab.client import Studio, StudioError
+from coze_lab.notebook.studio import Studio, StudioError
 from coze_lab.widgets.run_state import FINISHED, RunState
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
 from tests.support import run_cli
 

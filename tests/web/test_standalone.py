@@ -13,8 +13,8 @@ from cozepy import Coze, CozeAPIError, TokenAuth
 from openapi_spec_validator import validate
 
 from coze_lab.config import CozeLab
-from coze_lab.core.pat import TokenService
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import TokenService
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
 from coze_lab.web.routes import OPENAPI, STUDIO
 from tests.support import ServerProcess

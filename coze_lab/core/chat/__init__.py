@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.prompt import render
-from coze_lab.core.chat.records import ChatInfo, ChatStore, NotCancelable
 from coze_lab.core.chat.service import (
     ChatHandle,
     ChatRequest,
@@ -18,6 +17,7 @@ from coze_lab.core.chat.service import (
     parse_chat_request,
     parse_tool_outputs,
 )
+from coze_lab.core.chat.store import ChatInfo, ChatStore, NotCancelable
 
 __all__ = [
     "ChatChannel",

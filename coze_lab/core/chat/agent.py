@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
-from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
 from coze_lab.core.clock import Clock
 from coze_lab.core.conversations import MessageInfo, message_info

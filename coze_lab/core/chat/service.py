@@ -14,7 +14,7 @@ from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
 from coze_lab.core.chat.agent import AgentRun, AgentState
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.prompt import check_custom_variables, render
-from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import (
     Tool,
     ToolBox,

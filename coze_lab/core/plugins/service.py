@@ -29,14 +29,14 @@ from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.plugins import oauth
 from coze_lab.core.plugins.arguments import ArgumentError, prepare_arguments
 from coze_lab.core.plugins.credentials import CLIENT, SERVICE, TOKEN, CredentialStore
-from coze_lab.core.plugins.manifest import Manifest, parse_manifest, render_template
-from coze_lab.core.plugins.openapi import (
+from coze_lab.core.plugins.document import (
     ToolSpec,
     load_document,
     server_url,
     tools_from_document,
     validate_document,
 )
+from coze_lab.core.plugins.manifest import Manifest, parse_manifest, render_template
 from coze_lab.core.plugins.problems import PluginSpecError, Problem
 from coze_lab.core.plugins.request import HttpRequest, build_request
 from coze_lab.core.plugins.sending import RetryPolicy, describe_failure, read_answer, send

@@ -392,7 +392,7 @@ class Workflow:
         The run stops when it finishes or waits for a person: ``run.pending`` lists the
         questions, ``run.resume(event_id, answer)`` continues it.
         """
-        from coze_lab.local import default_host
+        from coze_lab.notebook.in_process import default_host
 
         return default_host().run(self.validate(), inputs)
 
@@ -402,7 +402,7 @@ class Workflow:
         Uses the same database as the lab server; the result names the workflow id (the
         ``workflow_id`` of the Coze API) and the new version number.
         """
-        from coze_lab.local import default_host
+        from coze_lab.notebook.in_process import default_host
 
         host = default_host()
         info = host.runtime.workflows.save(host.user.id, self.to_json())
@@ -419,7 +419,7 @@ class Workflow:
         >>> run = wf.run(doc="Hello world")     # doctest: +SKIP
         >>> run.resume("yes")                    # doctest: +SKIP  (or answer in the widget)
         """
-        from coze_lab.discovery import current
+        from coze_lab.notebook.connect import current
         from coze_lab.widgets import RunWidget
 
         studio = current()
@@ -428,7 +428,7 @@ class Workflow:
         return RunWidget(run_id, studio=studio, definition=self.to_json())
 
     def _repr_markdown_(self) -> str:
-        from coze_lab.core.workflows.render import mermaid
+        from coze_lab.core.workflows.mermaid import mermaid
 
         return "```mermaid\n" + mermaid(self.spec()) + "\n```"
 

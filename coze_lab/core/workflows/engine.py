@@ -26,7 +26,7 @@ from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.sandbox import Runner
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
-from coze_lab.core.workflows.runs import (
+from coze_lab.core.workflows.run_store import (
     FINISHED,
     InterruptInfo,
     InterruptWrite,

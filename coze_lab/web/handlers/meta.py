@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from coze_lab.web.api_document import document
 from coze_lab.web.base import CozeHandler
-from coze_lab.web.openapi import document
 
 
 class OpenApiDocHandler(CozeHandler):

@@ -7,7 +7,7 @@ from typing import Any
 
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
-from coze_lab.core.workflows.runs import RunInfo
+from coze_lab.core.workflows.run_store import RunInfo
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.sse import send_event, start_stream

@@ -4,13 +4,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from coze_lab.local import LocalHost
-from coze_lab.runtime import Runtime
+from coze_lab.notebook.in_process import InProcessHost
+from coze_lab.services import Runtime
 
 
 @pytest.fixture
-def host(runtime: Runtime) -> Iterator[LocalHost]:
+def host(runtime: Runtime) -> Iterator[InProcessHost]:
     """The runtime's engine on a background loop, as ``wf.run_local`` uses it."""
-    local = LocalHost(runtime, "tester")
+    local = InProcessHost(runtime, "tester")
     yield local
     local.close()

@@ -80,7 +80,7 @@ class PluginNode(NodeKind):
 
 async def resume_authorized(engine: Any, user_id: int, plugin_id: int) -> list[int]:
     """Continue every run of ``user_id`` that waits for the authorization of ``plugin_id``."""
-    from coze_lab.core.workflows.runs import InterruptGone
+    from coze_lab.core.workflows.run_store import InterruptGone
 
     resumed = []
     for pending in engine.store.pending(user_id):

@@ -12,7 +12,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.net import OutboundPolicy
-from coze_lab.core.pat import TokenService
+from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
 
 log = logging.getLogger("coze_lab")

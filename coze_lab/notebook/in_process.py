@@ -14,14 +14,14 @@ from typing import Any, TypeVar
 
 from coze_lab.config import CozeLab
 from coze_lab.core.identity import UserInfo
-from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo
+from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
 from coze_lab.core.workflows.spec import WorkflowSpec
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 
 T = TypeVar("T")
 
 
-class LocalHost:
+class InProcessHost:
     """A runtime plus an event loop thread that owns its engine and sandbox pool."""
 
     def __init__(self, runtime: Runtime, user: str | None = None) -> None:
@@ -51,26 +51,26 @@ class LocalHost:
         self._thread.join(10)
 
 
-_default: LocalHost | None = None
+_default: InProcessHost | None = None
 _lock = threading.Lock()
 
 
-def default_host() -> LocalHost:
+def default_host() -> InProcessHost:
     """The process-wide host: the configured database (as the lab server uses it)."""
     global _default
     with _lock:
         if _default is None:
             runtime = Runtime(CozeLab())
             runtime.start()
-            _default = LocalHost(runtime)
+            _default = InProcessHost(runtime)
         return _default
 
 
-def use_runtime(runtime: Runtime, user: str | None = None) -> LocalHost:
+def use_runtime(runtime: Runtime, user: str | None = None) -> InProcessHost:
     """Make ``run_local`` use ``runtime`` (tests, or a notebook with its own database)."""
     global _default
     with _lock:
-        _default = LocalHost(runtime, user)
+        _default = InProcessHost(runtime, user)
         return _default
 
 
@@ -78,7 +78,7 @@ def use_runtime(runtime: Runtime, user: str | None = None) -> LocalHost:
 class LocalRun:
     """A run started by ``run_local``: its status, outputs, pending questions and nodes."""
 
-    host: LocalHost
+    host: InProcessHost
     info: RunInfo
     pending: list[InterruptInfo] = field(default_factory=list)
 

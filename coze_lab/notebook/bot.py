@@ -17,7 +17,7 @@ from coze_lab.core.chat import ChatEvent, ChatInfo, parse_chat_request
 from coze_lab.core.chat import events as ev
 from coze_lab.core.conversations import MessageInfo
 from coze_lab.core.workflows.dsl import Workflow
-from coze_lab.local import LocalHost, default_host
+from coze_lab.notebook.in_process import InProcessHost, default_host
 
 
 class Bot:
@@ -45,7 +45,7 @@ class Bot:
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
         history_rounds: int = 10,
-        host: LocalHost | None = None,
+        host: InProcessHost | None = None,
     ) -> None:
         self.name = name
         self.prompt = prompt
@@ -61,7 +61,7 @@ class Bot:
         self.conversation_id: int | None = None
 
     @property
-    def host(self) -> LocalHost:
+    def host(self) -> InProcessHost:
         if self._host is None:
             self._host = default_host()
         return self._host
@@ -176,7 +176,7 @@ class ChatReply:
     describe the finished chat; ``events()`` yields every Coze event.
     """
 
-    def __init__(self, host: LocalHost, request: Any) -> None:
+    def __init__(self, host: InProcessHost, request: Any) -> None:
         self._host = host
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._events: list[ChatEvent] = []

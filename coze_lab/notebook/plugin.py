@@ -122,6 +122,6 @@ class Plugin:
 
 
 def _host() -> Any:
-    from coze_lab.local import default_host
+    from coze_lab.notebook.in_process import default_host
 
     return default_host()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from coze_lab.core.chat.records import ChatStore
-from coze_lab.runtime import Runtime
+from coze_lab.core.chat.store import ChatStore
+from coze_lab.services import Runtime
 from tests.support import FakeClock
 
 
