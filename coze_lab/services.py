@@ -56,6 +56,7 @@ class Runtime:
         self._chats: Any = None
         self._sandbox: Any = None
         self._engine: Any = None
+        self._runs: Any = None
         self._completer: Any = None
         self._plugins: Any = None
         #: where users reach this server (OAuth callbacks); the front door may set it on start
@@ -97,10 +98,9 @@ class Runtime:
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
             from coze_lab.core.secrets import SecretBox
-            from coze_lab.core.workflows.nodes.plugin import resume_authorized
 
             async def authorized(user_id: int, plugin_id: int) -> None:
-                await resume_authorized(self.engine, user_id, plugin_id)
+                await self.runs.resume_authorized(user_id, plugin_id)
 
             self._plugins = PluginService(
                 self.db,
@@ -142,6 +142,15 @@ class Runtime:
         return self._engine
 
     @property
+    def runs(self) -> Any:
+        """The one door for workflow runs (start, resume, cancel, events, get, list, pending)."""
+        if self._runs is None:
+            from coze_lab.core.workflows.run_service import RunService
+
+            self._runs = RunService(self.workflows, lambda: self.engine)
+        return self._runs
+
+    @property
     def chats(self) -> Any:
         """The chat service of this runtime's event loop (created on first use)."""
         if self._chats is None:
@@ -153,7 +162,7 @@ class Runtime:
                 store=self.chat_store,
                 registry=lambda: self.models,
                 workflows=self.workflows,
-                engine=lambda: self.engine,
+                runs=lambda: self.runs,
                 plugins=lambda: self.plugins,
                 clock=self.clock,
             )

@@ -38,9 +38,9 @@ class InProcessHost:
 
     def run(self, spec: WorkflowSpec, inputs: dict[str, Any]) -> LocalRun:
         async def start_and_wait() -> RunInfo:
-            engine = self.runtime.engine
-            run_id = await engine.start(self.user.id, spec, inputs)
-            return await engine.wait(run_id)
+            runs = self.runtime.runs
+            run_id = await runs.start(self.user.id, None, inputs, spec=spec)
+            return await runs.wait(run_id)
 
         return LocalRun(self, self.call(start_and_wait()))
 
@@ -83,7 +83,7 @@ class LocalRun:
     pending: list[InterruptInfo] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.pending = self.host.runtime.engine.store.pending(self.info.owner_id, self.info.id)
+        self.pending = self.host.runtime.runs.pending(self.info.owner_id, self.info.id)
 
     @property
     def id(self) -> int:
@@ -109,9 +109,9 @@ class LocalRun:
         """Answer a pending question and wait until the run stops again."""
 
         async def answer() -> RunInfo:
-            engine = self.host.runtime.engine
-            info = await engine.resume(self.info.owner_id, int(event_id), data)
-            return await engine.wait(info.root_run_id)
+            runs = self.host.runtime.runs
+            resumed = await runs.resume(self.info.owner_id, int(event_id), data)
+            return await runs.wait(resumed.run.id)
 
         self.info = self.host.call(answer())
         self.__post_init__()

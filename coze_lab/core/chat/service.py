@@ -162,7 +162,7 @@ class ChatService:
         registry: ModelRegistry | Callable[[], ModelRegistry],
         client: ModelClient | None = None,
         workflows: Any = None,
-        engine: Callable[[], Any] | None = None,
+        runs: Callable[[], Any] | None = None,
         plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
     ) -> None:
@@ -172,7 +172,7 @@ class ChatService:
         self._registry = registry
         self._client = client
         self._workflows = workflows
-        self._engine = engine
+        self._runs = runs
         self._plugins = plugins
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -429,22 +429,20 @@ class ChatService:
         async def run(
             workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
         ) -> ToolOutcome:
-            if self._engine is None:
+            if self._runs is None:
                 return ToolOutcome("error: workflows are not available here", ok=False)
-            engine = self._engine()
-            run_id = await engine.start(
-                owner_id, spec, args, workflow_id=workflow_id, version=version
-            )
+            runs = self._runs()
+            run_id = await runs.start(owner_id, workflow_id, args, spec=spec, version=version)
             try:
-                info = await engine.wait(run_id)
+                info = await runs.wait(run_id)
             except asyncio.CancelledError:  # the chat was canceled: so is its workflow run
-                await asyncio.shield(engine.cancel(owner_id, run_id))
+                await asyncio.shield(runs.cancel(owner_id, run_id))
                 raise
             meta = {"execute_id": str(run_id), "status": info.status}
             if info.status == "succeeded":
                 return ToolOutcome(tool_text(info.outputs or {}), meta=meta)
             if info.status == "interrupted":
-                questions = [p.data for p in engine.store.pending(owner_id, run_id)]
+                questions = [p.data for p in runs.pending(owner_id, run_id)]
                 return ToolOutcome(
                     tool_text(
                         {

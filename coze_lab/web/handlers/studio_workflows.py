@@ -64,10 +64,12 @@ class WorkflowDraftRunHandler(CozeHandler):
     async def post(self, workflow_id: str) -> None:
         user = self.studio_user()
         body = self.json_body()
-        wid = parse_id(workflow_id, "workflow_id")
-        spec, _ = self.runtime.workflows.runnable(user.id, wid, draft=True)
-        inputs = body.get("parameters") or {}
-        run_id = await self.runtime.engine.start(user.id, spec, inputs, workflow_id=wid)
+        run_id = await self.runtime.runs.start(
+            user.id,
+            parse_id(workflow_id, "workflow_id"),
+            body.get("parameters") or {},
+            draft=True,
+        )
         self.reply({"execute_id": str(run_id)}, status=201)
 
 
@@ -77,7 +79,7 @@ class RunsHandler(CozeHandler):
     def get(self) -> None:
         user = self.studio_user()
         raw = self.get_query_argument("workflow_id", None)
-        runs = self.runtime.engine.store.list(
+        runs = self.runtime.runs.list(
             user.id,
             workflow_id=None if raw is None else parse_id(raw, "workflow_id"),
             limit=int_value(
@@ -92,9 +94,7 @@ class RunHandler(CozeHandler):
 
     def get(self, run_id: str) -> None:
         user = self.studio_user()
-        self.reply(
-            serialize.run(self.runtime.engine.store.get(parse_id(run_id, "run_id"), user.id))
-        )
+        self.reply(serialize.run(self.runtime.runs.get(user.id, parse_id(run_id, "run_id"))))
 
 
 class RunCancelHandler(CozeHandler):
@@ -102,7 +102,7 @@ class RunCancelHandler(CozeHandler):
 
     async def post(self, run_id: str) -> None:
         user = self.studio_user()
-        canceled = await self.runtime.engine.cancel(user.id, parse_id(run_id, "run_id"))
+        canceled = await self.runtime.runs.cancel(user.id, parse_id(run_id, "run_id"))
         self.reply({"canceled": canceled})
 
 
@@ -113,13 +113,12 @@ class RunEventsHandler(CozeHandler):
 
     async def get(self, run_id: str) -> None:
         user = self.studio_user()
-        rid = parse_id(run_id, "run_id")
-        self.runtime.engine.store.get(rid, user.id, nodes=False)  # ownership
         after = last_event_id(self) or int_value(
             self.get_query_argument("after", None), "after", default=0, low=0, high=2**31
         )
+        events = self.runtime.runs.events(user.id, parse_id(run_id, "run_id"), after)
         start_stream(self)
-        async for seq, event, data in self.runtime.engine.events(rid, after):
+        async for seq, event, data in events:
             if not await send_event(self, seq, event, data):
                 return
         self.finish()
@@ -133,7 +132,7 @@ class InterruptsHandler(CozeHandler):
     def get(self) -> None:
         user = self.studio_user()
         raw = self.get_query_argument("run_id", None)
-        pending = self.runtime.engine.store.pending(
+        pending = self.runtime.runs.pending(
             user.id, None if raw is None else parse_id(raw, "run_id")
         )
         self.reply({"interrupts": [serialize.interrupt(p) for p in pending]})
@@ -147,7 +146,8 @@ class InterruptResumeHandler(CozeHandler):
         body: dict[str, Any] = self.json_body()
         if "data" not in body:
             raise InvalidParameter("give the answer as {'data': ...}")
-        info = await self.runtime.engine.resume(
+        resumed = await self.runtime.runs.resume(
             user.id, parse_id(event_id, "event_id"), body["data"]
         )
+        info = resumed.interrupt
         self.reply({"execute_id": str(info.root_run_id), "event_id": str(info.event_id)})

@@ -97,15 +97,11 @@ class WorkflowHandler(CozeHandler):
 
     async def start_run(self, body: dict[str, Any]) -> int:
         user = self.coze_user()
-        workflow_id = self.workflow_id(body)
-        spec, version = self.runtime.workflows.runnable(user.id, workflow_id)
-        return await self.runtime.engine.start(
-            user.id, spec, self.parameters(body), workflow_id=workflow_id, version=version
-        )
+        return await self.runtime.runs.start(user.id, self.workflow_id(body), self.parameters(body))
 
     async def stream(self, run_id: int, after: int) -> None:
         start_stream(self)
-        async for seq, event, data in self.runtime.engine.events(run_id, after):
+        async for seq, event, data in self.runtime.runs.follow(run_id, after):
             # ids stay unique and increasing when one run event makes several Coze events
             for k, (name, payload) in enumerate(coze_events(event, data, seq)):
                 if not await send_event(self, seq * 10 + k, name, payload):
@@ -128,7 +124,7 @@ class WorkflowRunHandler(WorkflowHandler):
         if body.get("is_async"):
             self.reply(None, extra={"execute_id": str(run_id), "debug_url": ""})
             return
-        info = await self.runtime.engine.wait(run_id)
+        info = await self.runtime.runs.wait(run_id)
         data, extra = self.sync_result(info)
         self.reply(data, extra=extra)
 
@@ -143,8 +139,7 @@ class WorkflowRunHandler(WorkflowHandler):
         }
         if info.status == "interrupted":
             extra["interrupt_data"] = [
-                serialize.interrupt(p)
-                for p in self.runtime.engine.store.pending(info.owner_id, info.id)
+                serialize.interrupt(p) for p in self.runtime.runs.pending(info.owner_id, info.id)
             ]
         return json.dumps(info.outputs or {}, ensure_ascii=False), extra
 
@@ -161,21 +156,13 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        workflow_id = self.workflow_id(body)
-        event_id = parse_id(body.get("event_id"), "event_id")
-        pending = self.runtime.engine.store.interrupt(event_id, user.id)
-        run = self.runtime.engine.store.get(pending.root_run_id, user.id, nodes=False)
-        if run.workflow_id != workflow_id:
-            raise InvalidParameter("event_id does not belong to this workflow")
-        resume_data = body.get("resume_data")
-        if pending.type == "input" and isinstance(resume_data, str):
-            try:
-                resume_data = json.loads(resume_data)
-            except ValueError as exc:
-                raise InvalidParameter("resume_data for an input form is a JSON object") from exc
-        after = self.runtime.engine.store.last_seq(run.id)
-        await self.runtime.engine.resume(user.id, event_id, resume_data)
-        await self.stream(run.id, after)
+        resumed = await self.runtime.runs.resume(
+            user.id,
+            parse_id(body.get("event_id"), "event_id"),
+            body.get("resume_data"),
+            workflow_id=self.workflow_id(body),
+        )
+        await self.stream(resumed.run.id, resumed.after)
 
 
 class RunHistoryHandler(CozeHandler):
@@ -183,9 +170,11 @@ class RunHistoryHandler(CozeHandler):
 
     def get(self, workflow_id: str, execute_id: str) -> None:
         user = self.coze_user()
-        info = self.runtime.engine.store.get(parse_id(execute_id, "execute_id"), user.id)
-        if info.workflow_id != parse_id(workflow_id, "workflow_id"):
-            raise InvalidParameter("execute_id does not belong to this workflow")
+        info = self.runtime.runs.get(
+            user.id,
+            parse_id(execute_id, "execute_id"),
+            workflow_id=parse_id(workflow_id, "workflow_id"),
+        )
         self.reply([serialize.run_history(info)])
 
 
@@ -194,9 +183,11 @@ class ExecuteNodeHandler(CozeHandler):
 
     def get(self, workflow_id: str, execute_id: str, node_key: str) -> None:
         user = self.coze_user()
-        info = self.runtime.engine.store.get(parse_id(execute_id, "execute_id"), user.id)
-        if info.workflow_id != parse_id(workflow_id, "workflow_id"):
-            raise InvalidParameter("execute_id does not belong to this workflow")
+        info = self.runtime.runs.get(
+            user.id,
+            parse_id(execute_id, "execute_id"),
+            workflow_id=parse_id(workflow_id, "workflow_id"),
+        )
         record = info.nodes.get(node_key)
         if record is None:
             raise NotFound(f"node execution {node_key} does not exist")
