@@ -28,7 +28,9 @@ class Runtime:
         'alice'
     """
 
-    def __init__(self, config: CozeLab, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, config: CozeLab, *, clock: Clock = utcnow, runner: Any = None
+    ) -> None:
         self.config = config
         self.clock = clock
         config.data_path.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,8 @@ class Runtime:
 
         self.tables = TableService(self.db, clock=clock)
         self._chats: Any = None
-        self._sandbox: Any = None
+        #: the code-node runner; None: the Deno + Pyodide pool, made on first use
+        self._sandbox: Any = runner
         self._engine: Any = None
         self._runs: Any = None
         self._completer: Any = None

@@ -16,7 +16,10 @@ from tests.core.workflows.examples import FAILING, PARALLEL, PATIENT, REVIEW, SL
 from tests.support import FakeClock
 
 
-def test_code_node_runs_in_the_sandbox_and_the_question_pauses(host: InProcessHost) -> None:
+def test_code_node_runs_in_the_sandbox_and_the_question_pauses(
+    sandbox_host: InProcessHost,
+) -> None:
+    host = sandbox_host
     run = host.run(REVIEW.validate(), {"doc": "  a   short\n doc  "})
     assert run.status == "interrupted"
     assert run.nodes["tidy"].outputs == {"text": "a short doc", "words": 3}
