@@ -127,6 +127,8 @@ class CozeHandler(web.RequestHandler):
             reason = exc.log_message % exc.args if exc.args else exc.log_message
         else:
             reason = self._reason
+        if status_code == 405:  # RFC 9110: a 405 names the methods the resource supports
+            self.set_header("Allow", ", ".join(m.upper() for m in own_methods(type(self))))
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(error_body(status_code, exc, reason)))
 
@@ -145,6 +147,19 @@ class CozeHandler(web.RequestHandler):
             self.request.path,
             exc_info=(typ, value, tb),
         )
+
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def own_methods(handler: type) -> list[str]:
+    """The HTTP methods a handler implements itself (what a 405's ``Allow`` lists)."""
+    names: set[str] = set()
+    for klass in handler.__mro__:
+        if klass in (CozeHandler, web.RequestHandler, object):
+            break
+        names.update(n for n in HTTP_METHODS if n in klass.__dict__)
+    return [n for n in HTTP_METHODS if n in names]
 
 
 class NotFoundHandler(CozeHandler):

@@ -16,7 +16,8 @@ from coze_lab.config import CozeLab
 from coze_lab.core.tokens import TokenService
 from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
-from coze_lab.web.routes import OPENAPI, STUDIO
+from coze_lab.web.routes import COZE_ROUTES as OPENAPI
+from coze_lab.web.routes import STUDIO_ROUTES as STUDIO
 from tests.support import ServerProcess
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

@@ -12,14 +12,6 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.sse import send_event, start_stream
 
 
-def event_payload(event: ChatEvent) -> dict[str, Any] | str:
-    if event.chat is not None:
-        return serialize.chat(event.chat)
-    if event.message is not None:
-        return serialize.message(event.message)
-    return '"[DONE]"'
-
-
 async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
     """Send a chat's events as Coze SSE until ``done`` or until the client goes away (the
     chat goes on either way).
@@ -38,7 +30,7 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
         # events already waiting go out in one write
         backlog = sent < len(handle.channel.events)
         if not await send_event(
-            handler, None, event.event, event_payload(event), flush=not backlog
+            handler, None, event.event, serialize.chat_event(event), flush=not backlog
         ):
             return
     handler.finish()
@@ -46,8 +38,6 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
 
 class ChatHandler(CozeHandler):
     """POST /v3/chat: a chat with a published bot; streamed, or returned at once and polled."""
-
-    SCOPE = "chat"
 
     async def post(self) -> None:
         user = self.coze_user()
@@ -65,8 +55,6 @@ class ChatHandler(CozeHandler):
 
 
 class ChatRetrieveHandler(CozeHandler):
-    SCOPE = "chat"
-
     def get(self) -> None:
         self.reply(serialize.chat(self._chat()))
 
@@ -86,8 +74,6 @@ class ChatRetrieveHandler(CozeHandler):
 class ChatMessagesHandler(CozeHandler):
     """GET /v3/chat/message/list: what a chat wrote (answers, tool calls, tool results)."""
 
-    SCOPE = "chat"
-
     def get(self) -> None:
         user = self.coze_user()
         chat = self.runtime.chat_store.get(
@@ -101,8 +87,6 @@ class ChatMessagesHandler(CozeHandler):
 
 
 class ChatCancelHandler(CozeHandler):
-    SCOPE = "chat"
-
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -116,8 +100,6 @@ class ChatCancelHandler(CozeHandler):
 
 
 class ChatSubmitToolOutputsHandler(CozeHandler):
-    SCOPE = "chat"
-
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()

@@ -16,8 +16,6 @@ def _optional_id(value: Any, name: str) -> int | None:
 
 
 class ConversationCreateHandler(CozeHandler):
-    SCOPE = "chat"
-
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -40,8 +38,6 @@ class ConversationCreateHandler(CozeHandler):
 
 
 class ConversationRetrieveHandler(CozeHandler):
-    SCOPE = "chat"
-
     def get(self) -> None:
         user = self.coze_user()
         conversation_id = parse_id(
@@ -53,8 +49,6 @@ class ConversationRetrieveHandler(CozeHandler):
 
 class ConversationsHandler(CozeHandler):
     """GET /v1/conversations?bot_id=: the caller's conversations with a bot, newest first."""
-
-    SCOPE = "chat"
 
     def get(self) -> None:
         user = self.coze_user()
@@ -81,8 +75,6 @@ class ConversationsHandler(CozeHandler):
 class ConversationHandler(CozeHandler):
     """PUT: rename. DELETE: delete the conversation with its messages and chats."""
 
-    SCOPE = "chat"
-
     def put(self, conversation_id: str) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -105,8 +97,6 @@ class ConversationHandler(CozeHandler):
 class ConversationClearHandler(CozeHandler):
     """POST /v1/conversations/{id}/clear: a new section; later chats see no earlier history."""
 
-    SCOPE = "chat"
-
     def post(self, conversation_id: str) -> None:
         user = self.coze_user()
         number = parse_id(conversation_id, "conversation_id")
@@ -115,8 +105,6 @@ class ConversationClearHandler(CozeHandler):
 
 
 class MessageCreateHandler(CozeHandler):
-    SCOPE = "chat"
-
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.create_message(

@@ -12,10 +12,14 @@ from coze_lab.web.params import int_value
 from coze_lab.web.sse import last_event_id, send_event, start_stream
 
 
-class WorkflowsHandler(CozeHandler):
-    """GET: your workflows. POST: save a definition (``wf.to_json()``) as a draft."""
+class WorkflowsArea(CozeHandler):
+    """The studio's workflows, runs and questions: one Jupyter authorizer resource for the area."""
 
     AUTH_RESOURCE = "coze_lab.workflows"
+
+
+class WorkflowsHandler(WorkflowsArea):
+    """GET: your workflows. POST: save a definition (``wf.to_json()``) as a draft."""
 
     def get(self) -> None:
         user = self.studio_user()
@@ -33,9 +37,7 @@ class WorkflowsHandler(CozeHandler):
         self.reply(serialize.workflow(info), status=201)
 
 
-class WorkflowItemHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class WorkflowItemHandler(WorkflowsArea):
     def get(self, workflow_id: str) -> None:
         user = self.studio_user()
         info = self.runtime.workflows.get(user.id, parse_id(workflow_id, "workflow_id"))
@@ -47,19 +49,15 @@ class WorkflowItemHandler(CozeHandler):
         self.reply(None)
 
 
-class WorkflowPublishHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class WorkflowPublishHandler(WorkflowsArea):
     def post(self, workflow_id: str) -> None:
         user = self.studio_user()
         number = self.runtime.workflows.publish(user.id, parse_id(workflow_id, "workflow_id"))
         self.reply({"version": number})
 
 
-class WorkflowDraftRunHandler(CozeHandler):
+class WorkflowDraftRunHandler(WorkflowsArea):
     """Run the draft (debugging from the lab); returns the execute_id at once."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     async def post(self, workflow_id: str) -> None:
         user = self.studio_user()
@@ -73,9 +71,7 @@ class WorkflowDraftRunHandler(CozeHandler):
         self.reply({"execute_id": str(run_id)}, status=201)
 
 
-class RunsHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunsHandler(WorkflowsArea):
     def get(self) -> None:
         user = self.studio_user()
         raw = self.get_query_argument("workflow_id", None)
@@ -89,27 +85,21 @@ class RunsHandler(CozeHandler):
         self.reply({"runs": [serialize.run(r) for r in runs]})
 
 
-class RunHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunHandler(WorkflowsArea):
     def get(self, run_id: str) -> None:
         user = self.studio_user()
         self.reply(serialize.run(self.runtime.runs.get(user.id, parse_id(run_id, "run_id"))))
 
 
-class RunCancelHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunCancelHandler(WorkflowsArea):
     async def post(self, run_id: str) -> None:
         user = self.studio_user()
         canceled = await self.runtime.runs.cancel(user.id, parse_id(run_id, "run_id"))
         self.reply({"canceled": canceled})
 
 
-class RunEventsHandler(CozeHandler):
+class RunEventsHandler(WorkflowsArea):
     """Every event of a run as SSE, from ``Last-Event-ID`` (or ``?after=``) on."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     async def get(self, run_id: str) -> None:
         user = self.studio_user()
@@ -124,10 +114,8 @@ class RunEventsHandler(CozeHandler):
         self.finish()
 
 
-class InterruptsHandler(CozeHandler):
+class InterruptsHandler(WorkflowsArea):
     """Pending questions across all your runs (no need to catch them on a stream)."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     def get(self) -> None:
         user = self.studio_user()
@@ -138,9 +126,7 @@ class InterruptsHandler(CozeHandler):
         self.reply({"interrupts": [serialize.interrupt(p) for p in pending]})
 
 
-class InterruptResumeHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class InterruptResumeHandler(WorkflowsArea):
     async def post(self, event_id: str) -> None:
         user = self.studio_user()
         body: dict[str, Any] = self.json_body()

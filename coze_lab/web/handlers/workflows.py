@@ -12,75 +12,8 @@ from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.sse import send_event, start_stream
 
-#: Coze's numeric interrupt types (what cozepy echoes back as interrupt_type)
-INTERRUPT_TYPES = {"question": 2, "input": 5, "authorization": 7}
-
-
-def coze_events(event: str, data: dict[str, Any], seq: int) -> list[tuple[str, dict[str, Any]]]:
-    """Our run event as Coze workflow SSE events (none: not part of the Coze stream).
-
-    A question reaches Coze clients as a ``Message`` with its text (and numbered choices),
-    followed by the ``Interrupt`` that names the ``event_id`` to answer.
-    """
-    if event == "message":
-        return [
-            ("Message", _message(data["content"], data["node_title"], seq, data["node_is_finish"]))
-        ]
-    if event == "interrupt":
-        return [
-            ("Message", _message(_question_text(data["data"]), data["node_title"], seq, True)),
-            (
-                "Interrupt",
-                {
-                    "interrupt_data": {
-                        "event_id": data["event_id"],
-                        "type": INTERRUPT_TYPES.get(data["type"], 0),
-                        "data": json.dumps(data["data"], ensure_ascii=False),
-                    },
-                    "node_title": data["node_title"],
-                },
-            ),
-        ]
-    if event == "failed":
-        return [
-            (
-                "Error",
-                {
-                    "error_code": data["error"].get("code", 5100),
-                    "error_message": data["error"].get("msg", ""),
-                },
-            )
-        ]
-    if event == "canceled":
-        return [("Error", {"error_code": 4300, "error_message": "the run was canceled"})]
-    if event == "done":
-        usage = data.get("usage") or {}
-        return [("Done", {"debug_url": "", "usage": serialize.chat_usage(usage)})]
-    return []
-
-
-def _message(content: str, title: str, seq: int, finished: bool) -> dict[str, Any]:
-    return {
-        "content": content,
-        "node_title": title,
-        "node_seq_id": str(seq),
-        "node_is_finish": finished,
-        "ext": None,
-        "usage": None,
-    }
-
-
-def _question_text(data: dict[str, Any]) -> str:
-    if "question" in data:
-        choices = data.get("choices") or []
-        lines = [data["question"], *(f"{i}. {c}" for i, c in enumerate(choices, 1))]
-        return "\n".join(lines)
-    return json.dumps(data, ensure_ascii=False)  # an input form: its schema
-
 
 class WorkflowHandler(CozeHandler):
-    SCOPE = "workflow"
-
     def workflow_id(self, body: dict[str, Any]) -> int:
         return parse_id(body.get("workflow_id"), "workflow_id")
 
@@ -103,7 +36,7 @@ class WorkflowHandler(CozeHandler):
         start_stream(self)
         async for seq, event, data in self.runtime.runs.follow(run_id, after):
             # ids stay unique and increasing when one run event makes several Coze events
-            for k, (name, payload) in enumerate(coze_events(event, data, seq)):
+            for k, (name, payload) in enumerate(serialize.coze_workflow_events(event, data, seq)):
                 if not await send_event(self, seq * 10 + k, name, payload):
                     return  # the client left; the run is durable and goes on
         self.finish()
@@ -166,8 +99,6 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
 
 
 class RunHistoryHandler(CozeHandler):
-    SCOPE = "workflow"
-
     def get(self, workflow_id: str, execute_id: str) -> None:
         user = self.coze_user()
         info = self.runtime.runs.get(
@@ -179,8 +110,6 @@ class RunHistoryHandler(CozeHandler):
 
 
 class ExecuteNodeHandler(CozeHandler):
-    SCOPE = "workflow"
-
     def get(self, workflow_id: str, execute_id: str, node_key: str) -> None:
         user = self.coze_user()
         info = self.runtime.runs.get(
@@ -191,11 +120,4 @@ class ExecuteNodeHandler(CozeHandler):
         record = info.nodes.get(node_key)
         if record is None:
             raise NotFound(f"node execution {node_key} does not exist")
-        self.reply(
-            [
-                {
-                    "is_finish": record.status in ("succeeded", "skipped"),
-                    "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
-                }
-            ]
-        )
+        self.reply([serialize.node_output(record)])
