@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
-from coze_lab.web.schemas import ID
+from coze_lab.web.schemas import ID, OPTIONAL_ID_PATTERN
 
 if TYPE_CHECKING:
     from coze_lab.web.routes import Op, Route
@@ -77,7 +77,12 @@ def _operation(route: Route, op: Op) -> dict[str, Any]:
         "responses": {str(op.status): success, "4XX": {"$ref": "#/components/responses/Error"}},
     }
     params = [
-        {"name": name, "in": "query", "required": required, "schema": _query_schema(name, kind)}
+        {
+            "name": name,
+            "in": "query",
+            "required": required,
+            "schema": _query_schema(name, kind, required),
+        }
         for name, kind, required in op.query
     ]
     params += [
@@ -89,7 +94,7 @@ def _operation(route: Route, op: Op) -> dict[str, Any]:
         spec["parameters"] = params
     if op.body is not None:
         spec["requestBody"] = {
-            "required": True,
+            "required": op.body_required,
             "content": {"application/json": {"schema": op.body}},
         }
     if op.multipart:
@@ -120,8 +125,9 @@ def _path_schema(name: str) -> dict[str, Any]:
     return _NAMED.get(name, ID)
 
 
-def _query_schema(name: str, kind: str) -> dict[str, Any]:
-    """Ids in the query are Coze ids (``connector_id`` is a connector's, also digits)."""
-    if kind == "string" and (name.endswith("_id") or name == "space_id"):
-        return ID
+def _query_schema(name: str, kind: str, required: bool) -> dict[str, Any]:
+    """Ids in the query are Coze ids (an optional one may be empty: read as absent); a
+    ``connector_id`` filter is any text (an unknown connector matches nothing)."""
+    if kind == "string" and name.endswith("_id") and name != "connector_id":
+        return ID if required else {"type": "string", "pattern": OPTIONAL_ID_PATTERN}
     return {"type": kind}

@@ -117,6 +117,8 @@ class Op:
     status: int = 200
     raw: bool = False
     content: str = "application/json"
+    #: False: the body may be left out (every field is optional)
+    body_required: bool = True
 
 
 @dataclass(frozen=True)
@@ -413,10 +415,11 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "properties": {
-                        "bot_id": s.ID,
+                        "bot_id": s.OPTIONAL_ID,
                         "messages": {"type": "array", "items": s.MESSAGE_IN},
                     },
                 },
+                body_required=False,
             ),
         ),
     ),

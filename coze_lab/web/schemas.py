@@ -4,6 +4,10 @@ from __future__ import annotations
 
 #: a Coze id: a positive 64-bit integer written in decimal (Coze's ids have 19 digits)
 ID = {"type": "string", "pattern": "^([1-9][0-9]{0,17}|[1-8][0-9]{18})$"}
+#: the same, or empty (an optional id left out)
+OPTIONAL_ID_PATTERN = "^([1-9][0-9]{0,17}|[1-8][0-9]{18})?$"
+#: an id a body may leave out: empty or "0" mean none (as Coze clients send them)
+OPTIONAL_ID = {"type": "string", "pattern": "^(0|[1-9][0-9]{0,17}|[1-8][0-9]{18})?$"}
 FILE = {
     "type": "object",
     "properties": {
@@ -132,7 +136,7 @@ MESSAGE_IN = {
         "role": {"enum": ["user", "assistant"]},
         "content": STR,
         "content_type": {"enum": ["text", "object_string", "card"]},
-        "meta_data": OBJ,
+        "meta_data": {"type": ["object", "null"]},
     },
 }
 CHAT_BODY = {

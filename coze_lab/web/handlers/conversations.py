@@ -104,7 +104,17 @@ class ConversationClearHandler(CozeHandler):
         self.reply({"id": str(section_id), "conversation_id": str(number)})
 
 
-class MessageCreateHandler(CozeHandler):
+class MessageArea(CozeHandler):
+    """The message endpoints name the conversation (and the message) in the query."""
+
+    def _conversation_id(self) -> int:
+        return parse_id(self.get_query_argument("conversation_id", None), "conversation_id")
+
+    def _message_id(self) -> int:
+        return parse_id(self.get_query_argument("message_id", None), "message_id")
+
+
+class MessageCreateHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.create_message(
@@ -112,11 +122,8 @@ class MessageCreateHandler(CozeHandler):
         )
         self.reply(serialize.message(info))
 
-    def _conversation_id(self) -> int:
-        return parse_id(self.get_query_argument("conversation_id", None), "conversation_id")
 
-
-class MessageListHandler(MessageCreateHandler):
+class MessageListHandler(MessageArea):
     """POST /v1/conversation/message/list: cursor pages both ways (``before_id``/``after_id``)."""
 
     def post(self) -> None:
@@ -143,7 +150,7 @@ class MessageListHandler(MessageCreateHandler):
         )
 
 
-class MessageRetrieveHandler(MessageCreateHandler):
+class MessageRetrieveHandler(MessageArea):
     def get(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.get_message(
@@ -151,11 +158,8 @@ class MessageRetrieveHandler(MessageCreateHandler):
         )
         self.reply(serialize.message(info))
 
-    def _message_id(self) -> int:
-        return parse_id(self.get_query_argument("message_id", None), "message_id")
 
-
-class MessageModifyHandler(MessageRetrieveHandler):
+class MessageModifyHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.modify_message(
@@ -165,7 +169,7 @@ class MessageModifyHandler(MessageRetrieveHandler):
         self.reply(serialize.message(info), extra={"message": serialize.message(info)})
 
 
-class MessageDeleteHandler(MessageRetrieveHandler):
+class MessageDeleteHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.delete_message(
