@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 from coze_lab._version import __version__
 
 if TYPE_CHECKING:
-    from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
+    from coze_lab.core.workflows import WorkflowDefinitionError
     from coze_lab.notebook.bot import Bot, ChatReply
     from coze_lab.notebook.connect import connect
     from coze_lab.notebook.plugin import Plugin
+    from coze_lab.notebook.workflow import Workflow
 
 #: imported on first use: the server and the CLI start without the notebook API's weight
 _LAZY = {
     "Bot": "coze_lab.notebook.bot",
     "ChatReply": "coze_lab.notebook.bot",
     "Plugin": "coze_lab.notebook.plugin",
-    "Workflow": "coze_lab.core.workflows",
+    "Workflow": "coze_lab.notebook.workflow",
     "WorkflowDefinitionError": "coze_lab.core.workflows",
     "connect": "coze_lab.notebook.connect",
 }

@@ -1,7 +1,10 @@
-"""``wf.run_local()``: the server's engine and store, in-process, with a synchronous API.
+"""The in-process host: the server's services in this process, for ``wf.run_local()`` and
+tests.
 
 The engine runs on a background event loop thread, so the same calls work in a script, in
-pytest and in a notebook cell (whose own loop is already running).
+pytest and in a notebook cell (whose own loop is already running). ``host.studio`` serves
+the studio API of the same runtime on a loopback port of that thread, so tests drive
+``cl.Bot`` and ``cl.Plugin`` through the notebook's one transport, as a notebook does.
 """
 
 from __future__ import annotations
@@ -32,6 +35,32 @@ class InProcessHost:
             target=self._loop.run_forever, daemon=True, name="coze-lab-local"
         )
         self._thread.start()
+        self._studio: Any = None
+        self._server: Any = None
+
+    @property
+    def studio(self) -> Any:
+        """A studio client of this runtime, served over loopback HTTP (started on first use)."""
+        if self._studio is None:
+            from coze_lab.notebook.studio import Studio
+
+            async def serve() -> str:
+                from tornado.httpserver import HTTPServer
+                from tornado.netutil import bind_sockets
+
+                from coze_lab.server import make_app
+
+                sockets = bind_sockets(0, "127.0.0.1")
+                self._server = HTTPServer(make_app(self.runtime))
+                self._server.add_sockets(sockets)
+                return f"http://127.0.0.1:{sockets[0].getsockname()[1]}/"
+
+            url = self.call(serve())
+            if not self.runtime.public_url:
+                self.runtime.public_url = url
+            _, token = self.runtime.tokens.create(self.user.id, "in-process studio")
+            self._studio = Studio(url, token)
+        return self._studio
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
@@ -45,6 +74,14 @@ class InProcessHost:
         return LocalRun(self, self.call(start_and_wait()))
 
     def close(self) -> None:
+        if self._studio is not None:
+            from coze_lab.notebook import connect
+
+            if connect._current is self._studio:
+                connect._current = None
+            self._studio.close()
+            self._server.stop()
+            self.call(self._server.close_all_connections())
         self.call(self.runtime.close())
         self.call(self._loop.shutdown_asyncgens())  # finish streams left half-read
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -67,11 +104,16 @@ def default_host() -> InProcessHost:
 
 
 def use_runtime(runtime: Runtime, user: str | None = None) -> InProcessHost:
-    """Make ``run_local`` use ``runtime`` (tests, or a notebook with its own database)."""
+    """Serve ``runtime`` in this process and make it the notebook's server: ``run_local``
+    uses it, and ``cl.connect()``'s current studio is its (tests, or a notebook with a
+    database of its own)."""
     global _default
+    from coze_lab.notebook import connect
+
     with _lock:
         _default = InProcessHost(runtime, user)
-        return _default
+    connect._current = _default.studio
+    return _default
 
 
 @dataclass
