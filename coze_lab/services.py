@@ -51,7 +51,7 @@ class Runtime:
         self.conversations = ConversationService(
             self.db, clock=clock, check_file=self.files.retrieve
         )
-        self.chat_store = ChatStore(self.db, clock=clock)
+        self.chat_store = ChatStore(self.db, self.conversations, clock=clock)
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)

@@ -29,7 +29,7 @@ from coze_lab.core.conversations import (
     ConversationService,
     MessageInfo,
     NewMessage,
-    message_row,
+    new_message,
     parse_message,
 )
 from coze_lab.core.conversations.content import check_meta_data, model_content
@@ -265,7 +265,7 @@ class ChatService:
             output = tool_text(outputs[call["id"]])
             state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
             rows.append(
-                message_row(
+                new_message(
                     conversation,
                     NewMessage("user", output, "text", "tool_output", {"tool_call_id": call["id"]}),
                     now=self._clock(),
@@ -274,7 +274,7 @@ class ChatService:
                 )
             )
         state.pending = []
-        self.store.add_messages(rows)
+        self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
         tools = self._toolbox(owner_id, connector_id, state.config)
         channel = ChatChannel()
