@@ -43,8 +43,7 @@ class CozeLabApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: object) -> None:
         # the server's event loop runs now: workflows whose worker died continue here
         assert self.runtime is not None
-        self.runtime.engine.start_recovery_loop()
-        self.runtime.chats.start_recovery_loop()
+        self.runtime.start_serving()
 
     async def stop_extension(self) -> None:
         if self.runtime is not None:

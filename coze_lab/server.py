@@ -31,14 +31,12 @@ async def serve(config: CozeLab, *, host: str = "127.0.0.1", port: int = 8765) -
     """Run until SIGINT/SIGTERM; migrations run first unless disabled."""
     runtime = Runtime(config)
     runtime.start()
-    runtime.engine.start_recovery_loop()  # runs whose worker died continue here
-    runtime.chats.start_recovery_loop()  # chats whose server died are failed visibly
     app = make_app(runtime)
     server = httpserver.HTTPServer(app, max_body_size=config.max_upload_bytes + MiB, xheaders=True)
     sockets = _bind(host, port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    runtime.public_url = runtime.public_url or f"http://{host}:{bound}/"
+    runtime.start_serving(public_url=f"http://{host}:{bound}/")
     log.info(
         "coze_lab %s serving on http://%s:%s (%s)", __version__, host, bound, runtime.db.dialect
     )

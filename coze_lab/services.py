@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
@@ -14,6 +14,15 @@ from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
+
+if TYPE_CHECKING:
+    from coze_lab.core.chat import ChatService
+    from coze_lab.core.models import ModelClient, ModelRegistry
+    from coze_lab.core.models.completer import RegistryCompleter
+    from coze_lab.core.plugins import PluginService
+    from coze_lab.core.sandbox import Runner
+    from coze_lab.core.workflows.engine import Engine
+    from coze_lab.core.workflows.run_service import RunService
 
 log = logging.getLogger("coze_lab")
 
@@ -29,7 +38,7 @@ class Runtime:
     """
 
     def __init__(
-        self, config: CozeLab, *, clock: Clock = utcnow, runner: Any = None
+        self, config: CozeLab, *, clock: Clock = utcnow, runner: Runner | None = None
     ) -> None:
         self.config = config
         self.clock = clock
@@ -55,13 +64,16 @@ class Runtime:
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)
-        self._chats: Any = None
-        #: the code-node runner; None: the Deno + Pyodide pool, made on first use
-        self._sandbox: Any = runner
-        self._engine: Any = None
-        self._runs: Any = None
-        self._completer: Any = None
-        self._plugins: Any = None
+        # made on first use, in the event loop that uses them (some are per loop)
+        self._chats: ChatService | None = None
+        #: the code-node runner; None: the Deno + Pyodide pool
+        self._sandbox: Runner | None = runner
+        self._engine: Engine | None = None
+        self._runs: RunService | None = None
+        self._models: ModelRegistry | None = None
+        self._model_client: ModelClient | None = None
+        self._completer: RegistryCompleter | None = None
+        self._plugins: PluginService | None = None
         #: where users reach this server (OAuth callbacks); the front door may set it on start
         self.public_url = config.public_url
 
@@ -71,8 +83,17 @@ class Runtime:
             revision = self.db.upgrade()
             log.info("coze_lab database %s at revision %s", self.db.dialect, revision)
 
+    def start_serving(self, public_url: str | None = None) -> None:
+        """The start-up every server shares (the Jupyter extension and ``coze-lab serve``),
+        inside its running event loop: runs whose worker died continue here, chats whose
+        server died are failed visibly, and ``public_url`` (where users reach this server)
+        is set unless configured."""
+        self.public_url = self.public_url or public_url
+        self.engine.start_recovery_loop()
+        self.chats.start_recovery_loop()
+
     @property
-    def sandbox(self) -> Any:
+    def sandbox(self) -> Runner:
         """The code-node runner (a warm Deno + Pyodide pool), created on first use."""
         if self._sandbox is None:
             from coze_lab.core.sandbox import WorkerPool
@@ -81,22 +102,35 @@ class Runtime:
         return self._sandbox
 
     @property
-    def models(self) -> Any:
-        """The model registry (file from config or env, plus the env's default model)."""
-        from coze_lab.core.models import ModelRegistry
+    def models(self) -> ModelRegistry:
+        """The model registry (file from config or env, plus the env's default model), read
+        once, on first use (a broken file fails the first chat or llm node, naming it)."""
+        if self._models is None:
+            from coze_lab.core.models import ModelRegistry
 
-        return ModelRegistry.load(self.config.models_file or None)
+            self._models = ModelRegistry.load(self.config.models_file or None)
+        return self._models
 
     @property
-    def completer(self) -> Any:
+    def model_client(self) -> ModelClient:
+        """The one model client of this runtime's event loop (chats and llm nodes)."""
+        if self._model_client is None:
+            from coze_lab.core.models import ModelClient
+
+            self._model_client = ModelClient()
+        return self._model_client
+
+    @property
+    def completer(self) -> RegistryCompleter:
+        """What workflow llm nodes call: the registry and the client behind one call."""
         if self._completer is None:
             from coze_lab.core.models.completer import RegistryCompleter
 
-            self._completer = RegistryCompleter(self.models)
+            self._completer = RegistryCompleter(self.models, client=self.model_client)
         return self._completer
 
     @property
-    def plugins(self) -> Any:
+    def plugins(self) -> PluginService:
         """The plugin service (credentials encrypted with the configured or generated key)."""
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
@@ -123,7 +157,7 @@ class Runtime:
         return self._plugins
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The workflow engine of this runtime's event loop (created on first use)."""
         if self._engine is None:
             from coze_lab.core.workflows.engine import Engine, EngineSettings
@@ -145,7 +179,7 @@ class Runtime:
         return self._engine
 
     @property
-    def runs(self) -> Any:
+    def runs(self) -> RunService:
         """The one door for workflow runs (start, resume, cancel, events, get, list, pending)."""
         if self._runs is None:
             from coze_lab.core.workflows.run_service import RunService
@@ -154,7 +188,7 @@ class Runtime:
         return self._runs
 
     @property
-    def chats(self) -> Any:
+    def chats(self) -> ChatService:
         """The chat service of this runtime's event loop (created on first use)."""
         if self._chats is None:
             from coze_lab.core.chat import ChatService
@@ -164,6 +198,7 @@ class Runtime:
                 conversations=self.conversations,
                 store=self.chat_store,
                 registry=lambda: self.models,
+                client=self.model_client,
                 workflows=self.workflows,
                 runs=lambda: self.runs,
                 plugins=lambda: self.plugins,
@@ -207,6 +242,8 @@ class Runtime:
             await self._engine.close()
         if self._completer is not None:
             await self._completer.aclose()
+        if self._model_client is not None:
+            await self._model_client.aclose()
         if self._sandbox is not None:
             await self._sandbox.close()
         self.db.dispose()

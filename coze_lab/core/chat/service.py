@@ -367,10 +367,7 @@ class ChatService:
         return task
 
     def _model(self, config: BotConfig) -> ModelSpec:
-        registry = self.registry
-        if config.model_id in ("", "default") and "default" not in registry:
-            return registry.default()
-        return registry.get(config.model_id)
+        return self.registry.resolve(config.model_id)
 
     def _conversation(
         self, owner_id: int, connector_id: str, request: ChatRequest
