@@ -14,8 +14,6 @@ from coze_lab.core.chat.service import (
     ChatHandle,
     ChatRequest,
     ChatService,
-    parse_chat_request,
-    parse_tool_outputs,
 )
 from coze_lab.core.chat.store import ChatInfo, ChatStore, NotCancelable
 
@@ -28,7 +26,5 @@ __all__ = [
     "ChatService",
     "ChatStore",
     "NotCancelable",
-    "parse_chat_request",
-    "parse_tool_outputs",
     "render",
 ]

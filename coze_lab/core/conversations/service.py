@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
+from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
@@ -163,6 +163,15 @@ class ConversationService:
             return None
         check = self._check_file
         return lambda file_id: check(owner_id, file_id)
+
+    def check_files(self, owner_id: int, messages: Sequence[NewMessage]) -> None:
+        """NotFound for a file a message names that the owner cannot read."""
+        check = self.file_checker(owner_id)
+        if check is None:
+            return
+        for message in messages:
+            for file_id in file_ids(message.content, message.content_type):
+                check(file_id)
 
     # ---- conversations -------------------------------------------------------------------
     def create(

@@ -108,8 +108,8 @@ class ModelRegistry:
             >>> local = ModelSpec(id="local", name="Local", base_url="http://127.0.0.1:9/v1",
             ...                   model="llama3.1")
             >>> registry = ModelRegistry([local])
-            >>> registry.resolve("").id, registry.resolve("default").id, registry.resolve("local").id
-            ('local', 'local', 'local')
+            >>> registry.resolve("").id, registry.resolve("default").id
+            ('local', 'local')
         """
         if model_id in ("", DEFAULT_ID) and DEFAULT_ID not in self._specs:
             return self.default()

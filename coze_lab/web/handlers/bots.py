@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.chat import parse_chat_request
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
+from coze_lab.web.requests import parse_chat_request
 
 
 class BotsArea(CozeHandler):
@@ -195,11 +195,7 @@ class StudioBotChatHandler(BotsArea):
             ]
         body["bot_id"] = bot_id
         body.setdefault("stream", True)
-        request = parse_chat_request(
-            body,
-            body.get("conversation_id"),
-            check_file=self.runtime.conversations.file_checker(user.id),
-        )
+        request = parse_chat_request(body, body.get("conversation_id"))
         handle = await self.runtime.chats.start(user.id, connectors.PLAYGROUND, request)
         if request.stream:
             await stream_chat(self, handle)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coze_lab.core.chat import ChatEvent, ChatHandle, parse_chat_request, parse_tool_outputs
+from coze_lab.core.chat import ChatEvent, ChatHandle
 from coze_lab.core.chat import events as ev
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
+from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -42,11 +43,7 @@ class ChatHandler(CozeHandler):
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        request = parse_chat_request(
-            body,
-            self.get_query_argument("conversation_id", None),
-            check_file=self.runtime.conversations.file_checker(user.id),
-        )
+        request = parse_chat_request(body, self.get_query_argument("conversation_id", None))
         handle = await self.runtime.chats.start(user.id, self.connector(), request)
         if request.stream:
             await stream_chat(self, handle)

@@ -6,9 +6,9 @@ import asyncio
 import json
 
 from coze_lab.core import connectors
-from coze_lab.core.chat import parse_chat_request
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from coze_lab.web.requests import parse_chat_request
 
 
 def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
