@@ -47,7 +47,7 @@ from _common import ROUNDS, Figures, banner, percentile, process_cpu  # noqa: E4
 
 from coze_lab.config import CozeLab  # noqa: E402
 from coze_lab.core.models import ModelClient, ModelSpec  # noqa: E402
-from coze_lab.runtime import Runtime  # noqa: E402
+from coze_lab.services import Runtime  # noqa: E402
 from coze_lab.store import sqlite_url  # noqa: E402
 from tests.support import ServerProcess  # noqa: E402
 

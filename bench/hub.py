@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.engine import chain  # noqa: E402
 from coze_lab.config import CozeLab  # noqa: E402
 from coze_lab.core.ids import new_id  # noqa: E402
-from coze_lab.runtime import Runtime  # noqa: E402
+from coze_lab.services import Runtime  # noqa: E402
 from coze_lab.store import sqlite_url  # noqa: E402
 from coze_lab.store.models import WorkflowRun  # noqa: E402
 from tests.support import ServerProcess, run_cli  # noqa: E402

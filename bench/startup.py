@@ -35,7 +35,7 @@ app.initialize(argv=argv)
 app.start_app()
 async def started():
     await app._post_start()  # the extensions' own start hooks, as start_ioloop runs them
-    loaded = "coze_lab.runtime" in sys.modules
+    loaded = "coze_lab.services" in sys.modules
     if loaded == without:
         raise SystemExit(f"coze_lab loaded: {loaded}, expected {not without}")
     app.stop()

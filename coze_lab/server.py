@@ -14,7 +14,7 @@ from tornado import httpserver, web
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab, MiB
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
 from coze_lab.web.hub import HubIdentity, callback_handler
 from coze_lab.web.routes import standalone_not_found, standalone_routes
@@ -72,15 +72,13 @@ async def serve(
     hub = HubIdentity.from_environ(environ, cache_s=config.hub_auth_cache_s)
     runtime = Runtime(config)
     runtime.start()
-    runtime.engine.start_recovery_loop()  # runs whose worker died continue here
-    runtime.chats.start_recovery_loop()  # chats whose server died are failed visibly
     app = make_app(runtime, base_url=base, hub=hub)
     server = httpserver.HTTPServer(app, max_body_size=config.max_upload_bytes + MiB, xheaders=True)
     sockets = _bind(host, port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    if hub is None:  # behind the hub's proxy, plugins learn the public URL from requests
-        runtime.public_url = runtime.public_url or f"http://{host}:{bound}{base}"
+    # behind the hub's proxy, plugins learn the public URL from requests
+    runtime.start_serving(public_url=None if hub else f"http://{host}:{bound}{base}")
     log.info(
         "coze_lab %s serving on http://%s:%s%s (%s%s)",
         __version__,

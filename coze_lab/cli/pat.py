@@ -7,7 +7,7 @@ import argparse
 from coze_lab.cli._common import runtime_for
 from coze_lab.core.clock import to_unix
 from coze_lab.core.ids import parse_id
-from coze_lab.core.pat import CONNECTORS, SCOPES
+from coze_lab.core.tokens import CONNECTORS, SCOPES
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -24,8 +24,8 @@ from coze_lab.core.errors import (
     Unauthenticated,
 )
 from coze_lab.core.identity import UserInfo
-from coze_lab.core.pat import Principal
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import Principal
+from coze_lab.services import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
 
 log = logging.getLogger("coze_lab.web")
@@ -174,6 +174,8 @@ class CozeHandler(web.RequestHandler):
             reason = exc.log_message % exc.args if exc.args else exc.log_message
         else:
             reason = self._reason
+        if status_code == 405:  # RFC 9110: a 405 names the methods the resource supports
+            self.set_header("Allow", ", ".join(m.upper() for m in own_methods(type(self))))
         if asks_for_stream(self.request):
             self.set_status(200)  # as Coze does: see asks_for_stream
         self.set_header("Content-Type", "application/json; charset=utf-8")
@@ -194,6 +196,19 @@ class CozeHandler(web.RequestHandler):
             self.request.path,
             exc_info=(typ, value, tb),
         )
+
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def own_methods(handler: type) -> list[str]:
+    """The HTTP methods a handler implements itself (what a 405's ``Allow`` lists)."""
+    names: set[str] = set()
+    for klass in handler.__mro__:
+        if klass in (CozeHandler, web.RequestHandler, object):
+            break
+        names.update(n for n in HTTP_METHODS if n in klass.__dict__)
+    return [n for n in HTTP_METHODS if n in names]
 
 
 class NotFoundHandler(CozeHandler):

@@ -10,7 +10,7 @@ from tornado import web
 
 from coze_lab.core.errors import PermissionDenied
 from coze_lab.core.identity import UserInfo
-from coze_lab.core.pat import Principal
+from coze_lab.core.tokens import Principal
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.hub import HubIdentity, HubUser
 

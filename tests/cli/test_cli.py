@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
 from tests.core.workflows.examples import REVIEW
 from tests.support import ServerProcess, run_cli

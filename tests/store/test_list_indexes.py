@@ -38,10 +38,10 @@ from coze_lab.core.identity import IdentityService
 from coze_lab.core.ids import new_id
 from coze_lab.core.memory import TableService
 from coze_lab.core.net import OutboundPolicy
-from coze_lab.core.pat import TokenService
 from coze_lab.core.plugins import PluginService
 from coze_lab.core.secrets import SecretBox
-from coze_lab.core.workflows.runs import RunStore
+from coze_lab.core.tokens import TokenService
+from coze_lab.core.workflows.run_store import RunStore
 from coze_lab.core.workflows.service import WorkflowService
 from coze_lab.store import Database
 from coze_lab.store import models as m

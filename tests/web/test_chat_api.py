@@ -26,7 +26,7 @@ from cozepy import (
 )
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.support import ServerProcess
 

@@ -16,7 +16,7 @@ from cozepy import BotModelInfo, BotPromptInfo, Coze, CozeAPIError, Message, Tok
 
 import coze_lab as cl
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, TextReply
 from tests.support import CozeJs, ServerProcess
 

@@ -13,10 +13,11 @@ from cozepy import Coze, CozeAPIError, TokenAuth
 from openapi_spec_validator import validate
 
 from coze_lab.config import CozeLab
-from coze_lab.core.pat import TokenService
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import TokenService
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
-from coze_lab.web.routes import OPENAPI, STUDIO
+from coze_lab.web.routes import COZE_ROUTES as OPENAPI
+from coze_lab.web.routes import STUDIO_ROUTES as STUDIO
 from tests.support import ServerProcess
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

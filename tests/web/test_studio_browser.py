@@ -29,7 +29,7 @@ import pytest
 from playwright.sync_api import Locator, Page, Route, expect
 
 import coze_lab as cl
-from coze_lab.client import Studio
+from coze_lab.notebook.studio import Studio
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.conftest import SANDBOX_CACHE
 from tests.web.test_sidebar_browser import (  # noqa: F401  (fixtures)

@@ -11,7 +11,7 @@ import pytest
 from cozepy import Coze, TokenAuth, WorkflowEventType
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.conftest import SANDBOX_CACHE
 from tests.core.workflows.composites import OUTER
 from tests.core.workflows.examples import PARALLEL

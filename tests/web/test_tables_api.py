@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.support import ServerProcess
 
 

@@ -12,7 +12,7 @@ import pytest
 from cozepy import Coze, CozeAPIError, TokenAuth, WorkflowEventType
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer
 from tests.conftest import SANDBOX_CACHE
 from tests.core.workflows.examples import DOC_REVIEW, PARALLEL

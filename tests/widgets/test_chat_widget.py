@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coze_lab.client import Studio
+from coze_lab.notebook.studio import Studio
+from coze_lab.notebook.widgets import ChatWidget
+from coze_lab.notebook.widgets.chat_state import ChatState
 from coze_lab.testing import TextReply
-from coze_lab.widgets import ChatWidget
-from coze_lab.widgets.chat_state import ChatState
 from tests.widgets.conftest import Served
 
 

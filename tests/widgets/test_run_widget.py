@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import coze_lab as cl
-from coze_lab.client import Studio
-from coze_lab.widgets import RunWidget
-from coze_lab.widgets.run_state import RunState
+from coze_lab.notebook.studio import Studio
+from coze_lab.notebook.widgets import RunWidget
+from coze_lab.notebook.widgets.run_state import RunState
 
 
 def approval() -> cl.Workflow:

@@ -104,6 +104,22 @@ class ModelRegistry:
             return DEFAULT_ID
         return next(iter(self._specs), None)
 
+    def resolve(self, model_id: str) -> ModelSpec:
+        """The model a bot or node that names ``model_id`` runs on: the one rule for
+        ``"default"`` (or nothing): the model of that id if the registry has one, else the
+        registry's default model.
+
+        Example:
+            >>> local = ModelSpec(id="local", name="Local", base_url="http://127.0.0.1:9/v1",
+            ...                   model="llama3.1")
+            >>> registry = ModelRegistry([local])
+            >>> registry.resolve("").id, registry.resolve("default").id
+            ('local', 'local')
+        """
+        if model_id in ("", DEFAULT_ID) and DEFAULT_ID not in self._specs:
+            return self.default()
+        return self.get(model_id)
+
     def default(self) -> ModelSpec:
         """The model to use when a bot or node names none.
 

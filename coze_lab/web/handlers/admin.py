@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
 
@@ -20,19 +21,4 @@ class UsageHandler(CozeHandler):
         since = None if raw in (None, "") else int_value(raw, "since", default=0, low=0, high=2**40)
         start = None if since is None else datetime.fromtimestamp(since, timezone.utc)
         report = self.runtime.usage.report(since=start)
-        self.reply(
-            {
-                "users": [
-                    {
-                        "user_id": str(u.user_id),
-                        "name": u.name,
-                        "runs": u.runs,
-                        "chats": u.chats,
-                        "chat_tokens": u.chat_tokens,
-                        "run_tokens": u.run_tokens,
-                        "tokens": u.tokens,
-                    }
-                    for u in report
-                ]
-            }
-        )
+        self.reply(serialize.usage(report))

@@ -22,7 +22,6 @@ _CONNECTION_SLACK = 1024 * 1024
 class FileUploadHandler(CozeHandler):
     """Streams the ``file`` part to disk: nothing is buffered in memory, nothing kept on error."""
 
-    SCOPE = "files"
     _reader: MultipartFileReader | None = None
     _failure: CozeLabError | None = None
     _upload: Upload | None = None
@@ -84,8 +83,6 @@ class FileUploadHandler(CozeHandler):
 
 
 class FileRetrieveHandler(CozeHandler):
-    SCOPE = "files"
-
     def get(self) -> None:
         user = self.coze_user()
         file_id = parse_id(self.get_query_argument("file_id", ""), "file_id")

@@ -1,15 +1,8 @@
-"""Public, unauthenticated endpoints: the OpenAPI document and a liveness probe."""
+"""``/healthz``: the public liveness probe of ``coze-lab serve``."""
 
 from __future__ import annotations
 
 from coze_lab.web.base import CozeHandler
-from coze_lab.web.openapi import document
-
-
-class OpenApiDocHandler(CozeHandler):
-    def get(self) -> None:
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.finish(document())
 
 
 class LivenessHandler(CozeHandler):

@@ -1,11 +1,15 @@
-"""``cl.Plugin``: plugins from a notebook, stored in the same database as the lab server."""
+"""``cl.Plugin``: plugins from a notebook, on the server ``cl.connect()`` found (the
+notebook's one transport, the studio API)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.core.errors import NotFound
+from coze_lab.core.plugins import PluginInfo, ToolInfo, ToolResult
+from coze_lab.notebook.http import StudioClient
 
 
 class Plugin:
@@ -21,8 +25,15 @@ class Plugin:
         ...           inputs={"city": "{{start.city}}"})                    # doctest: +SKIP
     """
 
-    def __init__(self, info: PluginInfo) -> None:
+    def __init__(self, info: PluginInfo, studio: StudioClient | None = None) -> None:
         self.info = info
+        self._studio = studio
+
+    @property
+    def studio(self) -> StudioClient:
+        if self._studio is None:
+            self._studio = _studio()
+        return self._studio
 
     @classmethod
     def from_openapi(
@@ -34,7 +45,7 @@ class Plugin:
         credentials: dict[str, str] | None = None,
     ) -> Plugin:
         """Import an OpenAPI 3 document: a dict, a file path, an http(s) URL or the text."""
-        host = _host()
+        studio = _studio()
         kwargs: dict[str, Any] = {
             "manifest": manifest,
             "server_url": server_url,
@@ -48,18 +59,18 @@ class Plugin:
             kwargs["openapi"] = Path(source).read_text(encoding="utf-8")
         else:
             kwargs["openapi"] = source
-        plugins = host.runtime.plugins
-        return cls(host.call(plugins.import_plugin(host.user.id, **kwargs)))
+        body = {k: v for k, v in kwargs.items() if v is not None}
+        return cls(plugin_info(studio.request("POST", "plugins", body)), studio)
 
     @classmethod
     def get(cls, plugin_id: int | str) -> Plugin:
-        host = _host()
-        return cls(host.runtime.plugins.get(host.user.id, int(plugin_id)))
+        studio = _studio()
+        return cls(plugin_info(studio.request("GET", f"plugins/{int(plugin_id)}")), studio)
 
     @classmethod
     def list(cls) -> list[Plugin]:
-        host = _host()
-        return [cls(info) for info in host.runtime.plugins.list(host.user.id)]
+        studio = _studio()
+        return [cls(plugin_info(p), studio) for p in studio.request("GET", "plugins")["plugins"]]
 
     @property
     def id(self) -> int:
@@ -76,34 +87,38 @@ class Plugin:
 
     def call(self, tool: str, *, scene: str = "draft", **arguments: Any) -> ToolResult:
         """Call a tool as the notebook's user (the draft unless ``scene="online"``)."""
-        host = _host()
-        return host.call(
-            host.runtime.plugins.call_tool_by_name(
-                host.user.id, self.id, tool, arguments, scene=scene
-            )
+        tool_id = self.tools.get(tool)
+        if tool_id is None:
+            self.refresh()
+            tool_id = self.tools.get(tool)
+        if tool_id is None:
+            raise NotFound(f"plugin {self.id} has no tool '{tool}'")
+        result = self.studio.request(
+            "POST",
+            f"plugins/{self.id}/tools/{tool_id}/debug",
+            {"arguments": arguments, "scene": scene},
         )
+        call_id = result.pop("call_id", None)
+        return ToolResult(**result, call_id=None if call_id is None else int(call_id))
 
     def set_credentials(self, **values: str) -> None:
         """Store your token variables (``api_key=...``) or ``client_secret``, encrypted."""
-        host = _host()
-        host.runtime.plugins.set_credentials(host.user.id, self.id, values)
+        self.studio.request("PUT", f"plugins/{self.id}/credentials", {"credentials": values})
         self.refresh()
 
     def authorization_url(self) -> str:
         """Open this link to authorize an OAuth plugin."""
-        host = _host()
-        return host.runtime.plugins.authorization_url(host.user.id, self.id)
+        answer = self.studio.request("POST", f"plugins/{self.id}/oauth/authorize", {})
+        return str(answer["authorization_url"])
 
     def publish(self) -> int:
         """Copy the draft to the next online version; returns its number."""
-        host = _host()
-        number = host.runtime.plugins.publish(host.user.id, self.id)
+        number = self.studio.request("POST", f"plugins/{self.id}/publish")["version"]
         self.refresh()
         return int(number)
 
     def refresh(self) -> Plugin:
-        host = _host()
-        self.info = host.runtime.plugins.get(host.user.id, self.id)
+        self.info = plugin_info(self.studio.request("GET", f"plugins/{self.id}"))
         return self
 
     def _repr_markdown_(self) -> str:
@@ -121,7 +136,43 @@ class Plugin:
         return f"Plugin({self.name!r}, id={self.id}, tools={list(self.tools)})"
 
 
-def _host() -> Any:
-    from coze_lab.local import default_host
+def _studio() -> StudioClient:
+    from coze_lab.notebook.connect import current
 
-    return default_host()
+    return current()
+
+
+def plugin_info(data: dict[str, Any]) -> PluginInfo:
+    """A plugin of the studio API as the core's PluginInfo."""
+    plugin_id = int(data["id"])
+    return PluginInfo(
+        id=plugin_id,
+        owner_id=0,  # not part of the studio API: always the caller
+        name=data["name"],
+        description=data.get("description") or "",
+        manifest=data.get("manifest") or {},
+        server_url=data.get("server_url") or "",
+        online_version=data.get("online_version"),
+        tools=[
+            ToolInfo(
+                id=int(tool["id"]),
+                plugin_id=plugin_id,
+                name=tool["name"],
+                description=tool.get("description") or "",
+                method=tool["method"],
+                path=tool["path"],
+                parameters=tool.get("parameters") or {},
+            )
+            for tool in data.get("tools") or []
+        ],
+        auth=data.get("auth") or {},
+        created_at=_time(data.get("created_at")),
+        updated_at=_time(data.get("updated_at")),
+        openapi=data.get("openapi"),
+        version=data.get("version"),
+        warnings=data.get("warnings") or [],
+    )
+
+
+def _time(unix: Any) -> datetime:
+    return datetime.fromtimestamp(int(unix or 0), timezone.utc)

@@ -24,11 +24,13 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from coze_lab.client import Studio, StudioError
-from coze_lab.widgets.run_state import FINISHED, RunState
+from coze_lab.notebook.http import StudioClient as Studio
+from coze_lab.notebook.http import StudioError
+from coze_lab.notebook.widgets.run_state import FINISHED, RunState
 
 log = logging.getLogger(__name__)
-STATIC = Path(__file__).parent / "static"
+#: the widgets' ESM and CSS, package files beside the Python package
+STATIC = Path(__file__).resolve().parents[2] / "widgets" / "static"
 _POLL_MIN_S = 0.5
 _POLL_MAX_S = 5.0
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from coze_lab.client import Studio, StudioError
+from coze_lab.notebook.studio import Studio, StudioError
 
 _current: Studio | None = None
 

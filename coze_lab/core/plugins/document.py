@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -71,6 +72,9 @@ def load_document(source: str | bytes | dict[str, Any]) -> dict[str, Any]:
 
 def validate_document(doc: dict[str, Any]) -> list[Problem]:
     """Every problem ``openapi-spec-validator`` finds, located by JSON pointer."""
+    # one validator whatever else is installed: with jsonschema-rs present (schemathesis
+    # brings it) openapi-spec-validator would switch to it, and word its problems otherwise
+    os.environ.setdefault("OPENAPI_SPEC_VALIDATOR_SCHEMA_VALIDATOR_BACKEND", "jsonschema")
     from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
 
     version = doc.get("openapi")

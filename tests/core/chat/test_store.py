@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from coze_lab.core.chat.records import ChatStore
-from coze_lab.runtime import Runtime
+from coze_lab.core.chat.store import ChatStore
+from coze_lab.services import Runtime
 from tests.support import FakeClock
 
 
@@ -11,10 +11,11 @@ def _chat(runtime: Runtime, store: ChatStore):
     user = runtime.identity.ensure_user("alice")
     bot = runtime.bots.create(user.id, user.workspace_id, {"name": "b"})
     conversation = runtime.conversations.create(user.id, "1024", bot_id=bot.id)
-    chat, _ = store.create(
+    new = store.prepare(
         conversation, bot_id=bot.id, bot_version=None, messages=[], meta_data={}, persist=True
     )
-    return chat
+    new.write()
+    return new.chat
 
 
 def test_a_chat_whose_heartbeat_stops_is_failed_visibly(runtime: Runtime, clock: FakeClock) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import coze_lab as cl
-from coze_lab import discovery
-from coze_lab.client import Studio, StudioError, parse_sse
+from coze_lab.notebook import connect as discovery
+from coze_lab.notebook.studio import Studio, StudioError, parse_sse
 from tests.widgets.conftest import Served
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
@@ -12,8 +12,17 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.net import OutboundPolicy
-from coze_lab.core.pat import TokenService
+from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
+
+if TYPE_CHECKING:
+    from coze_lab.core.chat import ChatService
+    from coze_lab.core.models import ModelClient, ModelRegistry
+    from coze_lab.core.models.completer import RegistryCompleter
+    from coze_lab.core.plugins import PluginService
+    from coze_lab.core.sandbox import Runner
+    from coze_lab.core.workflows.engine import Engine
+    from coze_lab.core.workflows.run_service import RunService
 
 log = logging.getLogger("coze_lab")
 
@@ -28,7 +37,9 @@ class Runtime:
         'alice'
     """
 
-    def __init__(self, config: CozeLab, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, config: CozeLab, *, clock: Clock = utcnow, runner: Runner | None = None
+    ) -> None:
         self.config = config
         self.clock = clock
         config.data_path.mkdir(parents=True, exist_ok=True)
@@ -49,18 +60,23 @@ class Runtime:
         self.conversations = ConversationService(
             self.db, clock=clock, check_file=self.files.retrieve
         )
-        self.chat_store = ChatStore(self.db, clock=clock)
+        self.chat_store = ChatStore(self.db, self.conversations, clock=clock)
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)
         from coze_lab.core.usage import UsageService
 
         self.usage = UsageService(self.db)
-        self._chats: Any = None
-        self._sandbox: Any = None
-        self._engine: Any = None
-        self._completer: Any = None
-        self._plugins: Any = None
+        # made on first use, in the event loop that uses them (some are per loop)
+        self._chats: ChatService | None = None
+        #: the code-node runner; None: the Deno + Pyodide pool
+        self._sandbox: Runner | None = runner
+        self._engine: Engine | None = None
+        self._runs: RunService | None = None
+        self._models: ModelRegistry | None = None
+        self._model_client: ModelClient | None = None
+        self._completer: RegistryCompleter | None = None
+        self._plugins: PluginService | None = None
         #: where users reach this server (OAuth callbacks); the front door may set it on start
         self.public_url = config.public_url
 
@@ -70,8 +86,17 @@ class Runtime:
             revision = self.db.upgrade()
             log.info("coze_lab database %s at revision %s", self.db.dialect, revision)
 
+    def start_serving(self, public_url: str | None = None) -> None:
+        """The start-up every server shares (the Jupyter extension and ``coze-lab serve``),
+        inside its running event loop: runs whose worker died continue here, chats whose
+        server died are failed visibly, and ``public_url`` (where users reach this server)
+        is set unless configured."""
+        self.public_url = self.public_url or public_url
+        self.engine.start_recovery_loop()
+        self.chats.start_recovery_loop()
+
     @property
-    def sandbox(self) -> Any:
+    def sandbox(self) -> Runner:
         """The code-node runner (a warm Deno + Pyodide pool), created on first use."""
         if self._sandbox is None:
             from coze_lab.core.sandbox import WorkerPool
@@ -80,30 +105,42 @@ class Runtime:
         return self._sandbox
 
     @property
-    def models(self) -> Any:
-        """The model registry (file from config or env, plus the env's default model)."""
-        from coze_lab.core.models import ModelRegistry
+    def models(self) -> ModelRegistry:
+        """The model registry (file from config or env, plus the env's default model), read
+        once, on first use (a broken file fails the first chat or llm node, naming it)."""
+        if self._models is None:
+            from coze_lab.core.models import ModelRegistry
 
-        return ModelRegistry.load(self.config.models_file or None)
+            self._models = ModelRegistry.load(self.config.models_file or None)
+        return self._models
 
     @property
-    def completer(self) -> Any:
+    def model_client(self) -> ModelClient:
+        """The one model client of this runtime's event loop (chats and llm nodes)."""
+        if self._model_client is None:
+            from coze_lab.core.models import ModelClient
+
+            self._model_client = ModelClient()
+        return self._model_client
+
+    @property
+    def completer(self) -> RegistryCompleter:
+        """What workflow llm nodes call: the registry and the client behind one call."""
         if self._completer is None:
             from coze_lab.core.models.completer import RegistryCompleter
 
-            self._completer = RegistryCompleter(self.models)
+            self._completer = RegistryCompleter(self.models, client=self.model_client)
         return self._completer
 
     @property
-    def plugins(self) -> Any:
+    def plugins(self) -> PluginService:
         """The plugin service (credentials encrypted with the configured or generated key)."""
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
             from coze_lab.core.secrets import SecretBox
-            from coze_lab.core.workflows.nodes.plugin import resume_authorized
 
             async def authorized(user_id: int, plugin_id: int) -> None:
-                await resume_authorized(self.engine, user_id, plugin_id)
+                await self.runs.resume_authorized(user_id, plugin_id)
 
             self._plugins = PluginService(
                 self.db,
@@ -123,7 +160,7 @@ class Runtime:
         return self._plugins
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The workflow engine of this runtime's event loop (created on first use)."""
         if self._engine is None:
             from coze_lab.core.workflows.engine import Engine, EngineSettings
@@ -145,7 +182,16 @@ class Runtime:
         return self._engine
 
     @property
-    def chats(self) -> Any:
+    def runs(self) -> RunService:
+        """The one door for workflow runs (start, resume, cancel, events, get, list, pending)."""
+        if self._runs is None:
+            from coze_lab.core.workflows.run_service import RunService
+
+            self._runs = RunService(self.workflows, lambda: self.engine)
+        return self._runs
+
+    @property
+    def chats(self) -> ChatService:
         """The chat service of this runtime's event loop (created on first use)."""
         if self._chats is None:
             from coze_lab.core.chat import ChatService
@@ -155,8 +201,9 @@ class Runtime:
                 conversations=self.conversations,
                 store=self.chat_store,
                 registry=lambda: self.models,
+                client=self.model_client,
                 workflows=self.workflows,
-                engine=lambda: self.engine,
+                runs=lambda: self.runs,
                 plugins=lambda: self.plugins,
                 clock=self.clock,
             )
@@ -198,6 +245,8 @@ class Runtime:
             await self._engine.close()
         if self._completer is not None:
             await self._completer.aclose()
+        if self._model_client is not None:
+            await self._model_client.aclose()
         if self._sandbox is not None:
             await self._sandbox.close()
         self.db.dispose()

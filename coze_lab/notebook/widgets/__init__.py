@@ -6,7 +6,7 @@
 >>> studio.chat(bot_id)            # doctest: +SKIP  (a ChatWidget)
 """
 
-from coze_lab.widgets.chat import ChatWidget
-from coze_lab.widgets.run import RunWidget
+from coze_lab.notebook.widgets.chat import ChatWidget
+from coze_lab.notebook.widgets.run import RunWidget
 
 __all__ = ["ChatWidget", "RunWidget"]

@@ -1,23 +1,22 @@
-"""``cl.Bot``: define a bot in a notebook and chat with it, streamed, in-process.
+"""``cl.Bot``: define a bot in a notebook and chat with it, streamed.
 
-The bot is stored in the same database the lab server uses (so it shows in the sidebar and
-can be published to the API); chats run on the lab's agent runtime in a background loop,
-so a cell can iterate the answer as it streams.
+The bot lives on the server ``cl.connect()`` found (the lab's own, with no configuration),
+through the notebook's one transport, the studio API: it shows in the sidebar, its chats run
+on the server (a kernel restart loses nothing), and it can be published to the API.
 """
 
 from __future__ import annotations
 
-import asyncio
-import queue
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.chat import ChatEvent, ChatInfo, parse_chat_request
 from coze_lab.core.chat import events as ev
 from coze_lab.core.conversations import MessageInfo
 from coze_lab.core.workflows.dsl import Workflow
-from coze_lab.local import LocalHost, default_host
+from coze_lab.notebook.http import SseEvent, StudioClient
 
 
 class Bot:
@@ -45,7 +44,8 @@ class Bot:
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
         history_rounds: int = 10,
-        host: LocalHost | None = None,
+        studio: StudioClient | None = None,
+        host: Any = None,
     ) -> None:
         self.name = name
         self.prompt = prompt
@@ -56,15 +56,18 @@ class Bot:
         self.workflows = list(workflows)
         self.functions = [dict(f) for f in functions]
         self.history_rounds = history_rounds
-        self._host = host
+        #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
+        self._studio = studio if studio is not None else None if host is None else host.studio
         self._id: int | None = None
         self.conversation_id: int | None = None
 
     @property
-    def host(self) -> LocalHost:
-        if self._host is None:
-            self._host = default_host()
-        return self._host
+    def studio(self) -> StudioClient:
+        if self._studio is None:
+            from coze_lab.notebook.connect import current
+
+            self._studio = current()
+        return self._studio
 
     @property
     def id(self) -> str:
@@ -73,22 +76,24 @@ class Bot:
 
     def save(self) -> int:
         """Store this definition as the bot's draft (created on first save, by name after)."""
-        runtime, user = self.host.runtime, self.host.user
         body = self._body()
         if self._id is None:
-            existing, _ = runtime.bots.list(user.id, page_size=100)
-            match = next((b for b in existing if b.name == self.name), None)
-            self._id = match.id if match else None
+            existing = self.studio.request("GET", "bots", page_size=100)["bots"]
+            match = next((b for b in existing if b["name"] == self.name), None)
+            self._id = int(match["bot_id"]) if match else None
         if self._id is None:
-            self._id = runtime.bots.create(user.id, user.workspace_id, body).id
+            self._id = int(self.studio.create_bot(**body)["bot_id"])
         else:
-            runtime.bots.update(user.id, self._id, body)
+            self.studio.update_bot(str(self._id), **body)
         return self._id
 
     def publish(self, connector_ids: Sequence[str] = connectors.PUBLISHABLE) -> int:
         """Save, then publish the draft to the API (1024) and Web SDK (999) connectors."""
         bot_id = self.save()
-        return self.host.runtime.bots.publish(self.host.user.id, bot_id, list(connector_ids))
+        answer = self.studio.request(
+            "POST", f"bots/{bot_id}/publish", {"connector_ids": list(connector_ids)}, envelope=True
+        )
+        return int(answer["version"])
 
     def chat(
         self,
@@ -105,42 +110,31 @@ class Bot:
         bot_id = self.save()
         if new_conversation:
             self.conversation_id = None
-        body: dict[str, Any] = {
-            "bot_id": str(bot_id),
-            "stream": True,
-            "additional_messages": [{"role": "user", "content": message, "content_type": "text"}],
-            "custom_variables": dict(variables or {}),
-        }
-        request = parse_chat_request(body, self.conversation_id)
-        reply = ChatReply(self.host, request)
+        events = self.studio.chat_stream(
+            str(bot_id),
+            message,
+            conversation_id=None if self.conversation_id is None else str(self.conversation_id),
+            custom_variables=dict(variables or {}),
+        )
+        reply = ChatReply(events)
         self.conversation_id = reply.chat.conversation_id
         return reply
 
     def clear(self) -> None:
         """Start a new section: the next chat sees none of the earlier messages."""
         if self.conversation_id is not None:
-            self.host.runtime.conversations.clear(
-                self.host.user.id, connectors.PLAYGROUND, self.conversation_id
-            )
+            self.studio.clear(str(self.conversation_id))
 
     def history(self) -> list[MessageInfo]:
         """Every message of the current conversation, oldest first."""
         if self.conversation_id is None:
             return []
-        page = self.host.runtime.conversations.list_messages(
-            self.host.user.id, connectors.PLAYGROUND, self.conversation_id, order="asc", limit=50
-        )
-        items = list(page.items)
-        while page.has_more:
-            page = self.host.runtime.conversations.list_messages(
-                self.host.user.id,
-                connectors.PLAYGROUND,
-                self.conversation_id,
-                order="asc",
-                after_id=page.last_id,
-                limit=50,
-            )
-            items += page.items
+        path = f"conversations/{self.conversation_id}/messages"
+        page = self.studio.request("GET", path, limit=50)
+        items = [message_info(m) for m in page["messages"]]
+        while page["has_more"]:
+            page = self.studio.request("GET", path, limit=50, after_id=page["last_id"])
+            items += [message_info(m) for m in page["messages"]]
         return items
 
     def _body(self) -> dict[str, Any]:
@@ -160,13 +154,31 @@ class Bot:
     def _workflow_id(self, workflow: Workflow | str | int) -> str:
         if not isinstance(workflow, Workflow):
             return str(workflow)
-        runtime, user = self.host.runtime, self.host.user
-        info = runtime.workflows.save(user.id, workflow.to_json())
-        runtime.workflows.publish(user.id, info.id)
-        return str(info.id)
+        return str(self.studio.save_workflow(workflow, publish=True)["id"])
 
     def __repr__(self) -> str:
         return f"Bot({self.name!r}, id={self._id})"
+
+
+@dataclass(frozen=True)
+class ChatState:
+    """A chat as its stream describes it (Coze's chat object)."""
+
+    id: int
+    conversation_id: int
+    status: str
+    usage: dict[str, int] | None = None
+    required_action: dict[str, Any] | None = None
+    last_error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ChatEvent:
+    """One event of a chat stream (Coze's names), with its chat or its message."""
+
+    event: str
+    chat: ChatState | None = None
+    message: MessageInfo | None = None
 
 
 class ChatReply:
@@ -176,42 +188,36 @@ class ChatReply:
     describe the finished chat; ``events()`` yields every Coze event.
     """
 
-    def __init__(self, host: LocalHost, request: Any) -> None:
-        self._host = host
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+    def __init__(self, stream: Iterator[SseEvent]) -> None:
+        self._stream = stream
         self._events: list[ChatEvent] = []
         self._done = False
-        asyncio.run_coroutine_threadsafe(self._run(request), host._loop)
-        kind, value = self._queue.get()
-        if kind == "error":
-            raise value
-        self.chat: ChatInfo = value
+        chat = None
+        while chat is None and self._next():  # the chat exists (or the request failed)
+            chat = self._events[-1].chat
+        if chat is None:
+            raise RuntimeError("the chat stream ended before the chat was created")
+        self.chat: ChatState = chat
 
-    async def _run(self, request: Any) -> None:
+    def _next(self) -> bool:
+        """Read one more event from the stream; False at its end."""
         try:
-            handle = await self._host.runtime.chats.start(
-                self._host.user.id, connectors.PLAYGROUND, request
-            )
-        except Exception as exc:  # reported to the calling thread
-            self._queue.put(("error", exc))
-            return
-        self._queue.put(("chat", handle.chat))
-        async for event in handle.channel.follow():
-            self._queue.put(("event", event))
-        self._queue.put(("end", None))
+            raw = next(self._stream)
+        except StopIteration:
+            self._done = True
+            return False
+        event = _chat_event(raw)
+        self._events.append(event)
+        if event.chat is not None:
+            self.chat = event.chat
+        return True
 
     def events(self) -> Iterator[ChatEvent]:
         """Every event (Coze's names), replayed from the start, then live until the end."""
-        yield from list(self._events)
-        while not self._done:
-            kind, value = self._queue.get()
-            if kind == "end":
-                self._done = True
-                return
-            self._events.append(value)
-            if value.chat is not None:
-                self.chat = value.chat
-            yield value
+        seen = 0
+        while seen < len(self._events) or self._next():
+            seen += 1
+            yield self._events[seen - 1]
 
     def __iter__(self) -> Iterator[str]:
         for event in self.events():
@@ -260,3 +266,43 @@ class ChatReply:
     def __repr__(self) -> str:
         state = self.chat.status if self._done else "streaming"
         return f"ChatReply(chat_id={self.chat.id}, status={state!r})"
+
+
+def _chat_event(raw: SseEvent) -> ChatEvent:
+    data = raw.data if isinstance(raw.data, dict) else {}
+    if raw.event.startswith("conversation.chat."):
+        chat = ChatState(
+            id=int(data["id"]),
+            conversation_id=int(data["conversation_id"]),
+            status=data.get("status", ""),
+            usage=data.get("usage"),
+            required_action=data.get("required_action"),
+            last_error=data.get("last_error"),
+        )
+        return ChatEvent(raw.event, chat=chat)
+    if raw.event.startswith("conversation.message."):
+        return ChatEvent(raw.event, message=message_info(data))
+    return ChatEvent(raw.event)
+
+
+def message_info(data: Mapping[str, Any]) -> MessageInfo:
+    """A message of the studio API (Coze's message object) as the core's MessageInfo."""
+    return MessageInfo(
+        id=int(data["id"]),
+        conversation_id=int(data["conversation_id"]),
+        section_id=int(data["section_id"]),
+        chat_id=int(data["chat_id"]) if data.get("chat_id") else None,
+        bot_id=int(data["bot_id"]) if data.get("bot_id") else None,
+        role=data["role"],
+        type=data["type"],
+        content=data.get("content") or "",
+        content_type=data.get("content_type") or "text",
+        meta_data=dict(data.get("meta_data") or {}),
+        created_at=_time(data.get("created_at")),
+        updated_at=_time(data.get("updated_at")),
+        reasoning_content=data.get("reasoning_content") or None,
+    )
+
+
+def _time(unix: Any) -> datetime:
+    return datetime.fromtimestamp(int(unix or 0), timezone.utc)

@@ -6,14 +6,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from coze_lab.core import pat as pat_module
+from coze_lab.core import tokens as pat_module
 from coze_lab.core.errors import (
     InvalidParameter,
     NotFound,
     PermissionDenied,
     Unauthenticated,
 )
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store.models import PersonalAccessToken
 from tests.support import FakeClock
 

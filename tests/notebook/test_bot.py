@@ -6,11 +6,11 @@ import pytest
 
 import coze_lab as cl
 from coze_lab.core.errors import InvalidParameter
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ScriptedToolCall, TextReply, ToolCallsReply
 
 
-def test_chat_streams_and_keeps_the_conversation(agent_host: LocalHost, model_env) -> None:
+def test_chat_streams_and_keeps_the_conversation(agent_host: InProcessHost, model_env) -> None:
     bot = cl.Bot("helper", prompt="Hello {{name}}", variables={"name": "Ada"}, host=agent_host)
     model_env.script([TextReply("one two three")])
     reply = bot.chat("count")
@@ -36,7 +36,7 @@ def test_chat_streams_and_keeps_the_conversation(agent_host: LocalHost, model_en
     ).config.prompt == ("changed")
 
 
-def test_client_functions_end_in_requires_action(agent_host: LocalHost, model_env) -> None:
+def test_client_functions_end_in_requires_action(agent_host: InProcessHost, model_env) -> None:
     bot = cl.Bot(
         "caller",
         functions=[{"name": "lookup", "parameters": {"type": "object", "properties": {}}}],
@@ -49,7 +49,7 @@ def test_client_functions_end_in_requires_action(agent_host: LocalHost, model_en
     assert [m.type for m in reply.messages] == ["function_call"]
 
 
-def test_bad_input_raises_before_anything_runs(agent_host: LocalHost) -> None:
+def test_bad_input_raises_before_anything_runs(agent_host: InProcessHost) -> None:
     bot = cl.Bot("strict", host=agent_host)
     with pytest.raises(InvalidParameter):
         bot.chat("x", variables={"sys_user_id": "spoof"})

@@ -7,20 +7,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import (
     ConversationInfo,
+    ConversationService,
     MessageInfo,
     NewMessage,
     message_info,
-    message_row,
+    new_message,
 )
 from coze_lab.core.errors import CozeLabError, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.models import Chat, Conversation, Message
+from coze_lab.store.models import Chat, Message
 
 ACTIVE = ("created", "in_progress", "requires_action")
 FINAL = ("completed", "failed", "canceled")
@@ -57,86 +58,54 @@ class NewChat:
 
     def __init__(
         self,
-        db: Database,
+        store: ChatStore,
         conversation: ConversationInfo,
         row: Chat,
-        rows: list[Message],
+        messages: list[MessageInfo],
         bot_id: int,
         now: datetime,
         persist: bool,
         new_conversation: bool,
     ) -> None:
-        self._db = db
+        self._store = store
         self._conversation = conversation
         self._row = row
-        self._rows = rows
         self._bot_id = bot_id
         self._now = now
         self._persist = persist
         self._new_conversation = new_conversation
         self.chat = _info(row)
-        self.messages = [message_info(r) for r in rows]
+        self.messages = messages
 
     def write(self) -> None:
-        conversation, bot_id, now = self._conversation, self._bot_id, self._now
-        with self._db.write() as connection:  # plain statements: this is on every chat's path
-            if self._new_conversation:
-                connection.execute(
-                    insert(Conversation),
-                    {
-                        "id": conversation.id,
-                        "owner_id": conversation.owner_id,
-                        "bot_id": bot_id,
-                        "connector_id": conversation.connector_id,
-                        "name": conversation.name,
-                        "meta_data": conversation.meta_data,
-                        "section_id": conversation.section_id,
-                        "created_at": now,
-                        "updated_at": now,
-                    },
-                )
-            else:
-                connection.execute(
-                    update(Conversation)
-                    .where(Conversation.id == conversation.id)
-                    .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
-                )
+        """The chat, its request messages and (for a new one) its conversation, in one
+        transaction; the conversations service writes its own tables."""
+        conversations = self._store.conversations
+        with self._store.db.write() as connection:  # plain statements: every chat's path
+            conversations.write_chat_start(
+                connection,
+                self._conversation,
+                new=self._new_conversation,
+                bot_id=self._bot_id,
+                now=self._now,
+            )
             connection.execute(insert(Chat), _values(self._row))
-            if self._persist and self._rows:
-                connection.execute(insert(Message), [_values(r) for r in self._rows])
+            if self._persist:
+                conversations.insert_messages(
+                    connection, self._conversation.owner_id, self.messages
+                )
 
 
 class ChatStore:
-    """Chats and the messages a chat writes."""
+    """The chats table: one row per agent run (messages go through ``conversations``)."""
 
-    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, db: Database, conversations: ConversationService, *, clock: Clock = utcnow
+    ) -> None:
+        self.db = db
+        self.conversations = conversations
         self._db = db
         self._clock = clock
-
-    def create(
-        self,
-        conversation: ConversationInfo,
-        *,
-        bot_id: int,
-        bot_version: int | None,
-        messages: Sequence[NewMessage],
-        meta_data: dict[str, str],
-        persist: bool,
-        new_conversation: bool = False,
-    ) -> tuple[ChatInfo, list[MessageInfo]]:
-        """A chat in progress with its request messages (and its conversation, when it is
-        ``new_conversation``), in one transaction."""
-        new = self.prepare(
-            conversation,
-            bot_id=bot_id,
-            bot_version=bot_version,
-            messages=messages,
-            meta_data=meta_data,
-            persist=persist,
-            new_conversation=new_conversation,
-        )
-        new.write()
-        return new.chat, new.messages
 
     def prepare(
         self,
@@ -169,16 +138,14 @@ class ChatStore:
             created_at=now,
             updated_at=now,
         )
-        rows = [
-            message_row(conversation, m, now=now, chat_id=row.id, bot_id=bot_id, message_id=mid)
+        infos = [
+            new_message(conversation, m, now=now, chat_id=row.id, bot_id=bot_id, message_id=mid)
             for mid, m in zip(message_ids, messages, strict=True)
         ]
-        return NewChat(self._db, conversation, row, rows, bot_id, now, persist, new_conversation)
+        return NewChat(self, conversation, row, infos, bot_id, now, persist, new_conversation)
 
-    def add_messages(self, rows: Sequence[Message]) -> None:
-        if rows:
-            with self._db.write() as connection:
-                connection.execute(insert(Message), [_values(r) for r in rows])
+    def add_messages(self, owner_id: int, messages: Sequence[MessageInfo]) -> None:
+        self.conversations.add_messages(owner_id, messages)
 
     def finish(
         self,
@@ -189,7 +156,8 @@ class ChatStore:
         last_error: dict[str, Any] | None = None,
         required_action: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
-        messages: Sequence[Message] = (),
+        messages: Sequence[MessageInfo] = (),
+        owner_id: int | None = None,
     ) -> ChatInfo | None:
         """Record the outcome (and the last messages) unless the chat was canceled meanwhile;
         None when it was."""
@@ -213,7 +181,8 @@ class ChatStore:
             if not done:
                 return None
             if messages:
-                connection.execute(insert(Message), [_values(r) for r in messages])
+                assert owner_id is not None, "messages need their owner"
+                self.conversations.insert_messages(connection, owner_id, messages)
             return _info(connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one())
 
     def resume(self, chat_id: int) -> dict[str, Any] | None:

@@ -29,9 +29,10 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from coze_lab.client import Studio, StudioError
-from coze_lab.widgets.chat_state import ChatState
-from coze_lab.widgets.run import STATIC
+from coze_lab.notebook.http import StudioClient as Studio
+from coze_lab.notebook.http import StudioError
+from coze_lab.notebook.widgets.chat_state import ChatState
+from coze_lab.notebook.widgets.run import STATIC
 
 _PUSH_EVERY_S = 0.05
 _RUN_POLL_S = 0.3

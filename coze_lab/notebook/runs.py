@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coze_lab.discovery import current
+from coze_lab.notebook.connect import current
 
 
 def pending(run_id: str | int | None = None) -> list[dict[str, Any]]:

@@ -1,11 +1,12 @@
-"""A small HTTP client over the studio API, for notebooks (``cl.connect()``) and widgets.
+"""The notebook's one transport: a small HTTP client over the studio API (``cl.connect()``,
+``cl.Bot``, ``cl.Plugin``, ``wf.publish``, ``wf.run``, ``cl.runs`` and the widgets).
 
 The same paths answer inside a Jupyter server (``<base_url>coze_lab/api/...``, the Jupyter
 token or JupyterHub token) and on ``coze-lab serve`` (``/coze_lab/api/...``, a personal
 access token without scopes). Every call unwraps the Coze envelope and raises
 :class:`StudioError` with the server's ``code`` and ``msg``.
 
->>> studio = Studio("http://127.0.0.1:8765", "pat_...")      # doctest: +SKIP
+>>> studio = StudioClient("http://127.0.0.1:8765", "pat_...")      # doctest: +SKIP
 >>> studio.me()["name"]                                     # doctest: +SKIP
 'alice'
 """
@@ -19,17 +20,62 @@ from typing import Any
 
 import httpx
 
+from coze_lab.core.errors import (
+    Conflict,
+    InvalidParameter,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+)
+
 API = "coze_lab/api"
 
 
 class StudioError(Exception):
-    """A studio API failure: the Coze ``code`` and ``msg`` (code -1: no envelope)."""
+    """A studio API failure: the Coze ``code`` and ``msg`` (code -1: no envelope).
+
+    A failure the server names with a domain error's code is also an instance of that
+    error (``InvalidParameter``, ``NotFound``, ...), as it would be in-process.
+    """
 
     def __init__(self, code: int, msg: str, status: int = 0) -> None:
         super().__init__(f"[{code}] {msg}")
         self.code = code
         self.msg = msg
         self.status = status
+
+
+_DOMAIN_ERRORS = {
+    kind.code: kind
+    for kind in (
+        InvalidParameter,
+        Unauthenticated,
+        PermissionDenied,
+        NotFound,
+        Conflict,
+        PayloadTooLarge,
+        Unavailable,
+    )
+}
+_MIXED: dict[int, type[StudioError]] = {}
+
+
+def studio_error(code: int, msg: str, status: int = 0) -> StudioError:
+    """The StudioError for an error body, typed by its code when it is a domain error's.
+
+    Example:
+        >>> isinstance(studio_error(4000, "bad"), InvalidParameter)
+        True
+    """
+    kind = _DOMAIN_ERRORS.get(code)
+    if kind is None:
+        return StudioError(code, msg, status)
+    mixed = _MIXED.get(code)
+    if mixed is None:
+        mixed = _MIXED[code] = type(f"Studio{kind.__name__}", (StudioError, kind), {})
+    return mixed(code, msg, status)
 
 
 @dataclass(frozen=True)
@@ -80,7 +126,7 @@ def _event(fields: dict[str, str], data: list[str]) -> SseEvent:
     return SseEvent(int(ident) if ident.isdigit() else 0, fields.get("event", ""), value)
 
 
-class Studio:
+class StudioClient:
     """The studio API of one server, as one user.
 
     ``url`` is the server's base URL (a Jupyter server's, with its ``base_url``, or a
@@ -115,14 +161,17 @@ class Studio:
         )
 
     def __repr__(self) -> str:
-        return f"Studio({self.url!r})"
+        return f"{type(self).__name__}({self.url!r})"
 
     def close(self) -> None:
         self._http.close()
 
     # ---- plumbing ---------------------------------------------------------------------
-    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
-        """Call ``coze_lab/api/<path>`` and return the envelope's ``data``."""
+    def request(
+        self, method: str, path: str, body: Any = None, *, envelope: bool = False, **params: Any
+    ) -> Any:
+        """Call ``coze_lab/api/<path>`` and return the envelope's ``data`` (or, with
+        ``envelope``, the whole body: some answers put a field beside ``data``)."""
         query = {k: v for k, v in params.items() if v is not None}
         try:
             response = self._http.request(
@@ -130,7 +179,8 @@ class Studio:
             )
         except httpx.HTTPError as exc:
             raise StudioError(-1, f"cannot reach {self.url}: {exc}") from exc
-        return _unwrap(response)
+        data = _unwrap(response)
+        return response.json() if envelope else data
 
     def stream(
         self, method: str, path: str, body: Any = None, *, after: int = 0, timeout: float = 60.0
@@ -184,15 +234,6 @@ class Studio:
         """Run a stored workflow's draft on the server; returns the run id at once."""
         body = {"parameters": inputs or {}}
         return str(self.request("POST", f"workflows/{workflow_id}/runs", body)["execute_id"])
-
-    def run(self, run_id: str | int) -> Any:
-        """A live widget for a run on the server (re-display it after a restart or reload).
-
-        >>> studio.run("7382...")   # doctest: +SKIP
-        """
-        from coze_lab.widgets import RunWidget
-
-        return RunWidget(str(run_id), studio=self)
 
     def run_info(self, run_id: str | int) -> dict[str, Any]:
         """The run's trace: status, inputs, outputs, error, every node's record."""
@@ -267,15 +308,6 @@ class Studio:
         """Start a new context window (section); the messages stay."""
         return self.request("POST", f"conversations/{conversation_id}/clear")
 
-    def chat(self, bot_id: str, conversation_id: str | None = None) -> Any:
-        """A chat widget for a bot (streaming, cancel, clear context, history).
-
-        >>> studio.chat(bot_id)      # doctest: +SKIP
-        """
-        from coze_lab.widgets import ChatWidget
-
-        return ChatWidget(bot_id, studio=self, conversation_id=conversation_id)
-
     # ---- personal access tokens -------------------------------------------------------
     def tokens(self) -> list[dict[str, Any]]:
         data = self.request("GET", "tokens")
@@ -299,7 +331,7 @@ def _unwrap(response: httpx.Response) -> Any:
         body = None
     if isinstance(body, dict) and isinstance(body.get("code"), int):
         if body["code"] != 0:
-            raise StudioError(body["code"], str(body.get("msg", "")), response.status_code)
+            raise studio_error(body["code"], str(body.get("msg", "")), response.status_code)
         if response.status_code < 400:
             return body.get("data")
     detail = response.text[:200] if body is None else str(body)[:200]
