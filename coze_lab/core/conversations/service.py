@@ -14,6 +14,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.spaces import visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotRecord, Conversation, Message
 
@@ -196,7 +197,7 @@ class ConversationService:
         now = self._clock()
         with self._db.transaction() as session:
             if bot_id is not None:
-                _owned_bot(session, owner_id, bot_id)
+                _visible_bot(session, owner_id, bot_id)
             row = Conversation(
                 id=new_id(),
                 owner_id=owner_id,
@@ -458,9 +459,10 @@ class ConversationService:
         return row
 
 
-def _owned_bot(session: Any, owner_id: int, bot_id: int) -> None:
+def _visible_bot(session: Any, user_id: int, bot_id: int) -> None:
+    """A bot of one of the user's spaces (the conversation itself stays the user's)."""
     found = session.scalar(
-        select(BotRecord.id).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
+        select(BotRecord.id).where(BotRecord.id == bot_id, visible(BotRecord.workspace_id, user_id))
     )
     if found is None:
         raise NotFound(f"bot {bot_id} does not exist")

@@ -189,8 +189,9 @@ def test_questions_expire_visibly(host: InProcessHost, clock: FakeClock) -> None
     assert "expired" in final.error["msg"]
 
 
-def test_an_expired_question_can_take_its_timeout_branch(host: InProcessHost,
-                                                         clock: FakeClock) -> None:
+def test_an_expired_question_can_take_its_timeout_branch(
+    host: InProcessHost, clock: FakeClock
+) -> None:
     run = host.run(PATIENT.validate(), {"item": "invoice"})
     assert run.status == "interrupted"
     clock.advance(timedelta(days=8))
