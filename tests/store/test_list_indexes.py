@@ -367,7 +367,9 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
             user, conversation["connector_id"], conversation["id"], before_id=middle
         ),
         "chat messages": lambda: ChatStore(db, conversations).messages(ids["chat"]),
-        "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(NOW - timedelta(days=400)),
+        "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(
+            NOW - timedelta(days=400)
+        ),
         "plugins": lambda: plugins.list(user),
         "plugin calls": lambda: plugins.calls(user, ids["plugin"]),
         "tables": lambda: TableService(db).list(user),

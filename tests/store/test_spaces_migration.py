@@ -24,9 +24,9 @@ def _tables(connection: Any) -> dict[str, Table]:
     for table in metadata.tables.values():
         model = Base.metadata.tables.get(table.name)
         for column in table.columns:
-            if model is not None and column.name in model.c:
-                if isinstance(model.c[column.name].type, JSON):
-                    column.type = JSON()
+            known = model is not None and column.name in model.c
+            if known and isinstance(model.c[column.name].type, JSON):
+                column.type = JSON()
     return dict(metadata.tables)
 
 

@@ -283,13 +283,12 @@ class SpaceService:
             targets = [(raw, _user_id(raw)) for raw in user_ids]
             if any(t != user_id for _, t in targets):
                 access.require(space_id, Permission.MANAGE_MEMBERS)
-            roles = dict(
-                session.execute(
-                    select(SpaceMember.user_id, SpaceMember.role).where(
-                        SpaceMember.space_id == space_id
-                    )
-                ).tuples()
-            )
+            rows = session.execute(
+                select(SpaceMember.user_id, SpaceMember.role).where(
+                    SpaceMember.space_id == space_id
+                )
+            ).all()
+            roles = {row.user_id: row.role for row in rows}
             for raw, target in targets:
                 if target is None or target not in roles:
                     result.not_in_workspace.append(str(raw))
