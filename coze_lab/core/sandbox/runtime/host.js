@@ -135,8 +135,11 @@ function onResult(st, m) {
   if (!job || m.id !== job.id) return;
   st.runs += 1;
   st.idle = new Promise((resolve) => { st.idleResolve = resolve; });
+  // idle_wait: how long this run waited for the previous run's clean-up on this interpreter
+  const timing = { ...m.timing, idle_wait_ms: st.idleWaitMs || 0,
+    last_cleanup_ms: st.cleanupMs || 0, last_realm_check_ms: st.realmMs || 0 };
   const base = { op: "result", id: m.id, ok: false, stdout: String(m.stdout ?? ""),
-    stderr: String(m.stderr ?? ""), error: null, timing: m.timing };
+    stderr: String(m.stderr ?? ""), error: null, timing };
   let raw;
   if (m.err) {
     base.error = { type: String(m.err.type), message: String(m.err.message) };
@@ -167,6 +170,8 @@ function onResult(st, m) {
 // The worker reports after undoing the run's side effects; a tainted one is replaced.
 function onIdle(st, m) {
   if (st.dead) return;
+  st.cleanupMs = Number(m.cleanup_ms) || 0;
+  st.realmMs = Number(m.realm_ms) || 0;
   let taint = m.taint;
   if (!taint && cfg.maxRunsPerWorker > 0 && st.runs >= cfg.maxRunsPerWorker) taint = "max runs";
   if (taint) retire(st, taint);
@@ -184,7 +189,11 @@ async function interpreterFor(owner) {
     if (st && !st.dead) {
       interps.delete(owner);
       interps.set(owner, st); // most recently used
-      if (st.idle) await st.idle;
+      if (st.idle) {
+        const t0 = performance.now();
+        await st.idle;
+        st.idleWaitMs = performance.now() - t0;
+      } else st.idleWaitMs = 0;
       if (st.dead || interps.get(owner) !== st) continue;
       return st;
     }
@@ -226,12 +235,17 @@ async function runPython(job) {
   for (const m of mounts) for (const f of m.files) transfer.push(f.data.buffer);
   return await new Promise((resolve) => {
     const entry = { id: job.id, timers: [], resolve, started: false, timeoutMs: job.timeoutMs };
+    const prepare = !!(mounts.length || (job.packages && job.packages.length));
     st.job = entry;
     Atomics.store(st.ia, 0, 0);
     st.port.postMessage({ id: job.id, code: job.code, params: job.params, entry: job.entry,
       maxOutput: job.maxOutput, maxResult: job.maxResult, unavailable: job.unavailable ?? null,
       packages: job.packages || [], mounts, mountMaxBytes: cfg.mountMaxBytes,
-      mountMaxFiles: cfg.mountMaxFiles }, transfer);
+      mountMaxFiles: cfg.mountMaxFiles, prepare }, transfer);
+    if (!prepare) {
+      onStarted(st, { id: job.id });
+      return;
+    }
     // preparing (packages, mounts) has its own limit; the run's clock starts at "started"
     entry.timers.push(setTimeout(() => {
       if (st.job !== entry || entry.started) return;

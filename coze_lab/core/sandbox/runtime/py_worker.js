@@ -363,7 +363,7 @@ async function boot(init) {
     if (!err) {
       try {
         apply(atomicsStore, Atomics, [ia, 0, 0]);
-        post({ type: "started", id: job.id });
+        if (job.prepare) post({ type: "started", id: job.id });
         resText = StringC(await pyRun(job.code, job.params, job.entry ?? null, job.maxResult,
           job.unavailable ?? null));
       } catch (e) {
@@ -399,8 +399,9 @@ async function boot(init) {
       try { taint = pyCleanup() ?? null; } catch (e) { taint = "cleanup failed: " + e; }
     }
     if (!taint && apply(setSize, liveTimers, [])) taint = `${apply(setSize, liveTimers, [])} JS timer(s) left running`;
+    const t4 = now();
     if (!taint) taint = realmChanged(watched, baseRealm);
-    post({ type: "idle", id: job.id, taint, cleanup_ms: now() - t3 });
+    post({ type: "idle", id: job.id, taint, cleanup_ms: now() - t3, realm_ms: now() - t4 });
   };
   post({ type: "ready", boot_ms: now() - t0 });
 }
