@@ -221,9 +221,16 @@ class PackageIndex:
         if hit is not None:
             return list(hit)
         lock = self._known()
+        allow = {canonical(n) for n in self.settings.packages}
         names: tuple[str, ...] = ()
-        if lock is not None and "import" in code:
-            names = tuple(sorted(n for n in find_imports(code) if n in lock.by_import))
+        if "import" in code:
+            names = tuple(
+                sorted(
+                    n
+                    for n in find_imports(code)
+                    if canonical(n) in allow or (lock is not None and n in lock.by_import)
+                )
+            )
         if len(self._imports_cache) > 512:
             self._imports_cache.clear()
         self._imports_cache[code] = names
@@ -253,9 +260,23 @@ class PackageIndex:
             f"package index or a local mirror ({DOCS_HINT})",
         )
 
+    def _not_allowed(self, import_name: str, package: str) -> PackageUnavailable:
+        return PackageUnavailable(
+            import_name,
+            f"{import_name} (Pyodide package {package!r}) is not allowed in code nodes: "
+            f"add it to sandbox_packages ({DOCS_HINT})",
+        )
+
     async def _resolve(self, import_name: str) -> list[LoadedPackage]:
         if self.url is None:
             raise self._not_available(import_name, "Pyodide packages are turned off")
+        if self._lock is None and self._bundled is not None:
+            # known to be off the allow-list: say so without asking the index
+            key = self._bundled.by_import.get(import_name)
+            allowed = self._bundled.allowed(self.settings.packages)
+            allowed |= {canonical(n) for n in self.settings.packages}
+            if key is not None and key not in allowed:
+                raise self._not_allowed(import_name, self._bundled.packages[key].name)
         try:
             lock = await self.lock()
         except _IndexUnreachable as exc:
@@ -268,11 +289,7 @@ class PackageIndex:
             )
         allowed = lock.allowed(self.settings.packages)
         if key not in allowed:
-            raise PackageUnavailable(
-                import_name,
-                f"{import_name} (Pyodide package {lock.packages[key].name!r}) is not allowed in "
-                f"code nodes: add it to sandbox_packages ({DOCS_HINT})",
-            )
+            raise self._not_allowed(import_name, lock.packages[key].name)
         try:
             chain = lock.closure([key])
         except KeyError as exc:
@@ -315,6 +332,7 @@ class PackageIndex:
             else:
                 await asyncio.to_thread(_write_atomic, saved, raw)
             self._lock = lock
+            self._imports_cache.clear()  # what counts as a package may have changed
             return lock
 
     def _check_abi(self, lock: Lock) -> None:
@@ -333,7 +351,8 @@ class PackageIndex:
         return self.root / f"index-{digest}"
 
     async def _file(self, pkg: Package) -> Path:
-        target = self.root / "files" / pkg.sha256[:2] / f"{pkg.sha256}-{pkg.file_name}"
+        # content-addressed; the file keeps its own name (Pyodide reads the package name in it)
+        target = self.root / "files" / pkg.sha256 / pkg.file_name
         key = str(target)
         guard = self._file_guards.setdefault(key, asyncio.Lock())
         async with guard:

@@ -598,7 +598,7 @@ class WorkerPool:
                 prepare_s += 10.0
         except SandboxError as exc:
             return fail(exc.type, exc.message)
-        if language == "python" and s.package_index_url is not None:
+        if language == "python":
             wanted = self.packages.wanted(code)
             if wanted:
                 loaded, missing = await self.packages.prepare(wanted)
