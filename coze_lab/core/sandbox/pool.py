@@ -297,6 +297,8 @@ class _Slot:
             "worker_crashed",
             "the sandbox process died" + (f": {detail[-300:]}" if detail else ""),
         )
+        if not self.busy:  # died between runs: nobody else will notice
+            self.pool._respawn(self)
 
     async def _send(self, obj: dict[str, Any]) -> None:
         assert self.writer is not None
@@ -323,7 +325,9 @@ class _Slot:
         try:
             await self._send(job)
         except (ConnectionError, AssertionError):
-            self._fail_pending("worker_crashed", "the sandbox process is gone")
+            self._fut = None
+            self.alive = False
+            return {"ok": False, "error": {"type": "worker_crashed"}}, None, "unsent"
         hard_deadline = loop.time() + timeout + s.grace_s + 5.0 + prepare_s
         pid = self.proc.pid if self.proc else 0
         kill_reason: str | None = None
@@ -585,6 +589,11 @@ class WorkerPool:
             "entry": entry,
             "owner": owner_key(owner),
         }
+        if not self._started:
+            try:
+                await self.start()
+            except SandboxError as exc:
+                return fail(exc.type, exc.message)
         mount_map: dict[str, Mount] = {}
         prepare_s = 0.0
         try:
@@ -607,23 +616,25 @@ class WorkerPool:
                     job["unavailable"] = json.dumps(missing, ensure_ascii=False)
                 if loaded:
                     prepare_s += s.package_fetch_timeout_s + 30.0
-        if not self._started:
-            try:
-                await self.start()
-            except SandboxError as exc:
-                return fail(exc.type, exc.message)
         timeout = float(timeout if timeout is not None else s.timeout_s)
-        slot = await self._acquire(job["owner"])
-        kill_reason: str | None = None
-        try:
-            reply, output, kill_reason = await slot.execute(job, timeout, prepare_s)
-        finally:
-            self._runs += 1
-            if kill_reason or not slot.alive:
-                slot.busy = False
-                self._respawn(slot)
-            else:
-                self._release(slot)
+        kill_reason: str | None = "unsent"
+        attempts = 0
+        while kill_reason == "unsent" and attempts < 3:
+            # a process that died just before the job was sent: run it on its replacement
+            attempts += 1
+            slot = await self._acquire(job["owner"])
+            kill_reason = None
+            try:
+                reply, output, kill_reason = await slot.execute(job, timeout, prepare_s)
+            finally:
+                if kill_reason or not slot.alive:
+                    slot.busy = False
+                    self._respawn(slot)
+                else:
+                    self._release(slot)
+        self._runs += 1
+        if kill_reason == "unsent":
+            reply["error"]["message"] = "the sandbox process is gone (retried)"
         duration = (time.perf_counter() - t0) * 1000
         error = None
         written: list[str] = []

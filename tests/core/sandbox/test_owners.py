@@ -212,3 +212,21 @@ async def test_python_exit_or_close_answers_at_once(solo: WorkerPool, call: str)
     assert time.perf_counter() - t0 < 2.5
     nxt = await solo.run("def main(args):\n    return {'ok': 1}\n", {})
     assert nxt.output == {"ok": 1}
+
+
+async def test_a_process_that_dies_between_runs_is_replaced(sandbox_cache: object) -> None:
+    import os
+    import signal
+
+    pool = WorkerPool(make_settings(pool_size=1))
+    try:
+        assert (await pool.run(GET, {}, owner="a")).error is None
+        proc = pool._slots[0].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        res = await pool.run(GET, {}, owner="a")  # waits for the replacement, then runs
+        assert res.error is None and res.output == {"v": None}, res.to_dict()
+        assert pool.health()["process_restarts"] == 1
+    finally:
+        await pool.close()
