@@ -677,8 +677,9 @@ class WorkerPool:
         waiter = _Waiter(key, loop.create_future())
         self._waiters.append(waiter)
         timer = None
-        if any(sl.available for sl in self._slots):
-            # our warm process is busy while another is free: wait a little for ours
+        if any(key in sl.warm for sl in self._slots if sl.alive):
+            # our warm process is busy: wait a little for it before binding a new interpreter
+            # elsewhere (which may retire another owner's)
             timer = loop.call_later(self.settings.affinity_wait_s, self._stop_waiting, waiter)
         try:
             return await waiter.fut
@@ -734,16 +735,16 @@ class WorkerPool:
                 chosen = w
                 break
         if chosen is None:
-            for w in self._waiters:
+            # the oldest waiter that has waited long enough, or is warm nowhere; the others
+            # keep waiting for their own process (their timer moves them on)
+            for i, w in enumerate(self._waiters):
+                if i >= 32:
+                    break
                 if w.fut.done():
                     continue
                 if w.any_slot or not any(w.key in sl.warm for sl in self._slots if sl.alive):
                     chosen = w
                     break
-                if not any(sl.available for sl in self._slots if sl is not slot):
-                    chosen = w  # nobody else can take it now
-                    break
-                break
         while self._waiters and self._waiters[0].fut.done():
             self._waiters.popleft()
         if chosen is None:

@@ -62,7 +62,7 @@ class SandboxSettings:
     interpreters_per_worker: int = 3
     #: a run waits this long for the busy process that has its owner's interpreter before
     #: it takes another process (where it binds a fresh interpreter)
-    affinity_wait_s: float = 0.05
+    affinity_wait_s: float = 0.5
     #: caps of workspace mounts (per run and direction): bytes and files
     mount_max_bytes: int = 64_000_000
     mount_max_files: int = 2000
