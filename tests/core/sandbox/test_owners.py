@@ -10,8 +10,10 @@ process, so before the fix both users' runs went to the same interpreter.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
 import pytest
+import pytest_asyncio
 
 from coze_lab.core.sandbox import WorkerPool
 from coze_lab.core.sandbox.pool import owner_key
@@ -149,15 +151,27 @@ PUT = (
 GET = "import re\ndef main(args):\n    return {'v': re._cache.get(('note', 0, 0))}\n"
 
 
-async def test_owner_state_stays_with_its_owner(solo: WorkerPool) -> None:
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def roomy(sandbox_cache: object) -> AsyncIterator[WorkerPool]:
+    """One process with room for its warm interpreters (the shared ``solo`` pool may be
+    replaced for memory after many owners, which would drop warm state legitimately)."""
+    p = WorkerPool(make_settings(pool_size=1, memory_limit_mb=2048))
+    await p.start()
+    yield p
+    await p.close()
+
+
+async def test_owner_state_stays_with_its_owner(roomy: WorkerPool) -> None:
+    solo = roomy
     await solo.run(PUT, {"v": "alice's"}, owner="alice")
     assert (await solo.run(GET, {}, owner="alice")).output == {"v": "alice's"}  # warm
     assert (await solo.run(GET, {}, owner="bob")).output == {"v": None}  # never another's
 
 
 async def test_anonymous_runs_never_share_an_interpreter_with_a_named_owner(
-    solo: WorkerPool,
+    roomy: WorkerPool,
 ) -> None:
+    solo = roomy
     await solo.run(PUT, {"v": "anonymous"}, owner=None)
     await solo.run(PUT, {"v": "carol's"}, owner="carol")
     assert (await solo.run(GET, {}, owner=None)).output == {"v": "anonymous"}
