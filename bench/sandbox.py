@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _common import banner, load_average, percentile, process_cpu, spread  # noqa: E402
 
 from coze_lab.core.sandbox import SandboxSettings, WorkerPool, install_pyodide  # noqa: E402
 from coze_lab.core.sandbox.install import deno_bin, deno_dir  # noqa: E402
@@ -56,35 +59,21 @@ print(json.dumps(main(Args(json.loads(sys.argv[1])))))
 """
 
 
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
-
-
 def load() -> str:
     return f"load {os.getloadavg()[0]:.2f}"
 
 
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    """min / median / max of the rounds."""
-    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
-
-
-def row(label: str, values: list[float], fmt: str = "{:.2f}", note: str = "") -> None:
-    print(f"{label:<58} {spread(values, fmt)}{note}")
+def row(label: str, values: list[float], digits: int = 2, unit: str = "", note: str = "") -> None:
+    print(f"{label:<58} {spread(values, digits)}{unit}{note}")
 
 
 def deno_cpu_s(pool: WorkerPool) -> float:
     """CPU seconds used so far by the pool's Deno processes (user + system)."""
     total = 0.0
     for slot in pool._slots:
-        if slot.proc is None:
-            continue
-        try:
-            fields = Path(f"/proc/{slot.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if slot.proc is not None:
+            with contextlib.suppress(OSError):
+                total += process_cpu(slot.proc.pid)
     return total
 
 
@@ -99,7 +88,7 @@ async def warm_round(pool: WorkerPool, runs: int) -> dict[str, float]:
         lat.append((time.perf_counter() - t) * 1000)
         assert res.output == {"y": i + 1}, res.to_dict()
     cpu = (deno_cpu_s(pool) - cpu0) / runs * 1000
-    return {"p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "cpu": cpu}
+    return {"p50": percentile(lat, 0.5), "p95": percentile(lat, 0.95), "cpu": cpu}
 
 
 def fresh_python(n: int) -> list[float]:
@@ -221,15 +210,15 @@ async def isolation(settings: SandboxSettings, rounds: int) -> dict[str, list[fl
 
 
 async def main_async(args: argparse.Namespace, settings: SandboxSettings) -> None:
-    print(
-        "compares: one trivial code node, p50 vs p50 — coze_lab's warm pool (same owner) "
-        "against a fresh python3 process per run (Coze's default runner) and a fresh "
-        "`deno run` + Pyodide per run (Coze's sandbox mode)"
+    banner(
+        "sandbox",
+        "one trivial code node, p50 vs p50: coze_lab's warm pool (same owner) against a fresh "
+        "python3 process per run (Coze's default runner) and a fresh `deno run` + Pyodide per "
+        "run (Coze's sandbox mode); then the price of isolating owners",
     )
     print(
-        f"machine: {os.cpu_count()} cores, {load()}; Pyodide {settings.pyodide_version}; "
-        f"pool_size {settings.pool_size}, interpreters_per_worker "
-        f"{settings.interpreters_per_worker}; {args.rounds} rounds"
+        f"Pyodide {settings.pyodide_version}; pool_size {settings.pool_size}, "
+        f"interpreters_per_worker {settings.interpreters_per_worker}; {args.rounds} rounds"
     )
     pool = WorkerPool(settings)
     t0 = time.perf_counter()
@@ -256,18 +245,18 @@ async def main_async(args: argparse.Namespace, settings: SandboxSettings) -> Non
     finally:
         await pool.close()
     p50 = [w["p50"] for w in warm]
-    print("\nfigures: min / median / max over the rounds")
+    print(f"\nfigures: min / median / max over the rounds ({load_average()})")
     row("load average during the rounds", loads)
     print(f"pool cold start ({settings.pool_size} processes from the snapshot): {cold:.0f} ms")
     row(f"warm run p50, ms ({args.runs} sequential runs per round)", p50)
     row("warm run p95, ms", [w["p95"] for w in warm])
     row("sandbox CPU per warm run, ms (Deno processes)", [w["cpu"] for w in warm])
-    row(f"fresh python3 per run p50, ms ({args.python} per round)", py, "{:.1f}")
-    row("  ratio python3 p50 / warm p50", [a / b for a, b in zip(py, p50, strict=True)], "{:.1f}x")
+    row(f"fresh python3 per run p50, ms ({args.python} per round)", py, 1)
+    row("  ratio python3 p50 / warm p50", [a / b for a, b in zip(py, p50, strict=True)], 1, " x")
     if deno:
-        row(f"fresh deno run + Pyodide p50, ms ({args.fresh} per round)", deno, "{:.0f}")
+        row(f"fresh deno run + Pyodide p50, ms ({args.fresh} per round)", deno, 0)
         ratio = [a / b for a, b in zip(deno, p50, strict=True)]
-        row("  ratio fresh deno p50 / warm p50", ratio, "{:.0f}x")
+        row("  ratio fresh deno p50 / warm p50", ratio, 0, " x")
     print(f"throughput, pool busy (2000 concurrent runs, one owner): {busy:.0f} runs/s ({load()})")
     target = statistics.median(p50)
     print(
@@ -278,13 +267,13 @@ async def main_async(args: argparse.Namespace, settings: SandboxSettings) -> Non
     print("\nprice of isolating owners (a warm interpreter never serves two owners):")
     iso = await isolation(settings, args.rounds)
     row("first run of a new owner, spare ready, ms", iso["spare"])
-    row("first run of a new owner, no spare ready, ms", iso["boot"], "{:.0f}")
-    row("runs/s, 1 owner, 8 concurrent", iso["one"], "{:.0f}")
+    row("first run of a new owner, no spare ready, ms", iso["boot"], 0)
+    row("runs/s, 1 owner, 8 concurrent", iso["one"], 0)
     seats = settings.pool_size * settings.interpreters_per_worker
-    row("runs/s, 10 owners interleaved, 8 concurrent", iso["ten"], "{:.0f}",
-        f"  ({seats} warm seats for 10 owners)")  # fmt: skip
-    row("runs/s, 10 owners interleaved, 10 warm seats", iso["ten_seated"], "{:.0f}",
-        "  (interpreters_per_worker=5, memory_limit_mb=1536)")  # fmt: skip
+    note = f"  ({seats} warm seats for 10 owners)"
+    row("runs/s, 10 owners interleaved, 8 concurrent", iso["ten"], 0, note=note)
+    note = "  (interpreters_per_worker=5, memory_limit_mb=1536)"
+    row("runs/s, 10 owners interleaved, 10 warm seats", iso["ten_seated"], 0, note=note)
     per = (iso["rss"][0] - iso["rss1"][0]) / 4
     print(
         f"memory: one process with its spare {iso['rss1'][0]:.0f} MB, with 4 warm owners "

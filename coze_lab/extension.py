@@ -7,7 +7,7 @@ from traitlets import Instance
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
 from coze_lab.web.routes import jupyter_routes
 
@@ -43,8 +43,7 @@ class CozeLabApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: object) -> None:
         # the server's event loop runs now: workflows whose worker died continue here
         assert self.runtime is not None
-        self.runtime.engine.start_recovery_loop()
-        self.runtime.chats.start_recovery_loop()
+        self.runtime.start_serving()
 
     async def stop_extension(self) -> None:
         if self.runtime is not None:

@@ -33,7 +33,7 @@ import httpx
 from .settings import SandboxSettings
 
 #: where the message of a missing package points the administrator
-DOCS_HINT = "see Code sandbox > Packages in the documentation"
+DOCS_HINT = "see docs/guides/sandbox.md#packages-numpy-pandas"
 #: an unreachable index is asked again after this many seconds (runs fail fast meanwhile)
 RETRY_AFTER_S = 30.0
 _CHUNK = 1 << 16

@@ -6,7 +6,7 @@ import inspect
 
 from tornado import web
 
-from coze_lab.core.errors import CozeLabError, PayloadTooLarge
+from coze_lab.core.errors import CozeLabError, FileTooLarge
 from coze_lab.core.files import Upload
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
@@ -22,7 +22,6 @@ _CONNECTION_SLACK = 1024 * 1024
 class FileUploadHandler(CozeHandler):
     """Streams the ``file`` part to disk: nothing is buffered in memory, nothing kept on error."""
 
-    SCOPE = "files"
     _reader: MultipartFileReader | None = None
     _failure: CozeLabError | None = None
     _upload: Upload | None = None
@@ -37,7 +36,7 @@ class FileUploadHandler(CozeHandler):
         limit = self.runtime.files.max_bytes + _MULTIPART_SLACK
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > limit:
-            raise PayloadTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
+            raise FileTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
         self.request.connection.set_max_body_size(self.runtime.files.max_bytes + _CONNECTION_SLACK)
         self._reader = MultipartFileReader(
             self.request.headers.get("Content-Type", ""), "file", self._open_upload(user.id)
@@ -84,8 +83,6 @@ class FileUploadHandler(CozeHandler):
 
 
 class FileRetrieveHandler(CozeHandler):
-    SCOPE = "files"
-
     def get(self) -> None:
         user = self.coze_user()
         file_id = parse_id(self.get_query_argument("file_id", ""), "file_id")
