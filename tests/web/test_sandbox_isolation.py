@@ -17,7 +17,7 @@ import pytest
 from cozepy import Coze, TokenAuth
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.conftest import SANDBOX_CACHE
 from tests.core.sandbox.test_owners import ATTACKS, KEY
 from tests.support import ServerProcess, run_cli
