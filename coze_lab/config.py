@@ -17,7 +17,7 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
-from coze_lab.core.sandbox.settings import SandboxSettings
+from coze_lab.core.sandbox.settings import DEFAULT_PACKAGES, SandboxSettings, default_index_url
 from coze_lab.store import sqlite_url
 
 MiB = 1024 * 1024
@@ -121,7 +121,22 @@ class CozeLab(Configurable):
     sandbox_wheelhouse = Unicode(help="Folder of pure-Python wheels code nodes may import.").tag(
         config=True
     )
-    sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(config=True)
+    sandbox_package_index_url = Unicode(
+        default_index_url(),
+        help="Pyodide package index the server fetches code nodes' packages from (an http(s) "
+        "URL or a local mirror folder holding pyodide-lock.json and the wheels); 'none' turns "
+        "packages off. Default: the official Pyodide CDN for the pinned Pyodide version.",
+    ).tag(config=True)
+    sandbox_packages = List(
+        Unicode(),
+        default_value=list(DEFAULT_PACKAGES),
+        help="Pyodide packages code nodes may import (their dependencies come with them).",
+    ).tag(config=True)
+    sandbox_interpreters_per_worker = Int(
+        3,
+        help="Warm Python interpreters per sandbox process, each bound to one user "
+        "(about 125 MB each); more owners than seats means interpreters are replaced.",
+    ).tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**{**self.env_values(), **kwargs})
@@ -184,5 +199,9 @@ class CozeLab(Configurable):
             allow_run=tuple(self.sandbox_allow_run),
             allow_ffi=tuple(self.sandbox_allow_ffi),
             wheelhouse=Path(self.sandbox_wheelhouse) if self.sandbox_wheelhouse else None,
-            package_index_url=self.sandbox_package_index_url or None,
+            package_index_url=None
+            if self.sandbox_package_index_url.strip().lower() in ("", "none", "off")
+            else self.sandbox_package_index_url.strip(),
+            packages=tuple(self.sandbox_packages),
+            interpreters_per_worker=self.sandbox_interpreters_per_worker,
         )

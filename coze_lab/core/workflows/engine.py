@@ -121,7 +121,15 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
-        result = await runner.run(code, params, language=language, entry=entry, timeout=timeout)
+        # the run's owner: a warm sandbox interpreter never serves two owners
+        result = await runner.run(
+            code,
+            params,
+            language=language,
+            entry=entry,
+            timeout=timeout,
+            owner=f"user:{self._run.owner_id}",
+        )
         if result.error is not None:
             raise NodeError(f"{result.error.type}: {result.error.message}")
         return dict(result.output or {})
