@@ -30,6 +30,7 @@ from coze_lab.web.handlers.bots import (
     StudioBotPublishHandler,
     StudioBotsHandler,
     StudioChatCancelHandler,
+    StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
 )
@@ -937,6 +938,29 @@ ROUTES: tuple[Route, ...] = (
         StudioChatCancelHandler,
         STUDIO,
         ops=(Op("post", "Stop a Playground chat", "studio", data=s.CHAT),),
+    ),
+    Route(
+        "/coze_lab/api/chats/{chat_id}/submit_tool_outputs",
+        StudioChatToolOutputsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Continue a Playground chat that waits for its client functions' outputs",
+                "studio",
+                data=s.CHAT,
+                body={
+                    "type": "object",
+                    "properties": {
+                        "conversation_id": s.ID,
+                        "tool_outputs": {"type": "array"},
+                        "stream": {"type": "boolean"},
+                    },
+                    "required": ["conversation_id", "tool_outputs"],
+                },
+                stream_when_asked=True,
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/tables",

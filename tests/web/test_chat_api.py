@@ -381,6 +381,10 @@ def test_draft_on_playground_published_on_api(lab: Lab, model_server: ModelServe
     listed = lab.get("/v1/bots", params={"workspace_id": lab.workspaces["alice"]}).json()
     assert [b["id"] for b in listed["data"]["items"]] == [bot_id]
     assert listed["data"]["items"][0]["is_published"] is True
+    # the studio's publish answers with the version it made, not the draft ('')
+    again = lab.post(f"/coze_lab/api/bots/{bot_id}/publish", json={"connector_ids": ["1024"]})
+    assert again.json()["data"]["version"] == "2"
+    assert again.json()["data"]["prompt_info"]["prompt"] == "v2 draft prompt"
 
 
 def test_connectors_and_users_are_isolated(lab: Lab, model_server: ModelServer) -> None:
