@@ -17,6 +17,7 @@ from tornado import web
 from coze_lab.core import connectors
 from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
 from coze_lab.core.identity import UserInfo
+from coze_lab.core.json_input import parse_json
 from coze_lab.core.pat import Principal
 from coze_lab.runtime import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
@@ -98,11 +99,7 @@ class CozeHandler(web.RequestHandler):
     def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object; InvalidParameter when it is anything else."""
         self.check_json_size()
-        raw = self.request.body or b"{}"
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidParameter(f"request body is not valid JSON: {exc}") from exc
+        body = parse_json(self.request.body or b"{}")
         if not isinstance(body, dict):
             raise InvalidParameter("request body must be a JSON object")
         return body

@@ -7,6 +7,7 @@ from typing import Any
 
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.runs import RunInfo
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
@@ -87,10 +88,7 @@ class WorkflowHandler(CozeHandler):
     def parameters(self, body: dict[str, Any]) -> dict[str, Any]:
         parameters = body.get("parameters") or {}
         if isinstance(parameters, str):  # some clients send the object as a JSON string
-            try:
-                parameters = json.loads(parameters)
-            except ValueError as exc:
-                raise InvalidParameter("parameters must be a JSON object") from exc
+            parameters = parse_json(parameters, "parameters")
         if not isinstance(parameters, dict):
             raise InvalidParameter("parameters must be an object")
         return parameters
@@ -169,10 +167,7 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
             raise InvalidParameter("event_id does not belong to this workflow")
         resume_data = body.get("resume_data")
         if pending.type == "input" and isinstance(resume_data, str):
-            try:
-                resume_data = json.loads(resume_data)
-            except ValueError as exc:
-                raise InvalidParameter("resume_data for an input form is a JSON object") from exc
+            resume_data = parse_json(resume_data, "resume_data for an input form")
         after = self.runtime.engine.store.last_seq(run.id)
         await self.runtime.engine.resume(user.id, event_id, resume_data)
         await self.stream(run.id, after)
