@@ -84,3 +84,14 @@ def test_bad_arguments_fail_clearly(cli_args, argv) -> None:
     assert result.returncode != 0
     assert result.stderr.strip()
     assert "Traceback" not in result.stderr
+
+
+def test_workflow_import_of_a_deeply_nested_file_is_a_clear_error(cli_args, tmp_path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "deep", "nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run_cli(*cli_args, "workflow", "import", str(path), "--user", "alice")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
+    assert f"{path} is nested deeper than 100 levels" in result.stderr
+    missing = run_cli(*cli_args, "workflow", "import", str(tmp_path / "nope.json"), "--user", "a")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
