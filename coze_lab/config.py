@@ -91,6 +91,22 @@ class CozeLab(Configurable):
     plugin_max_output_chars = Int(
         20_000, help="Longest plugin response text handed to a model (truncated beyond)."
     ).tag(config=True)
+    plugin_max_document_bytes = Int(
+        2 * MiB, help="Largest OpenAPI document a plugin import reads (also after YAML aliases)."
+    ).tag(config=True)
+    plugin_max_operations = Int(300, help="Most operations (tools) one plugin may have.").tag(
+        config=True
+    )
+    plugin_max_schema_nodes = Int(
+        200_000,
+        help="Most schema values a plugin's $ref expansion may produce, all tools together.",
+    ).tag(config=True)
+    plugin_import_timeout_s = Float(
+        20.0, help="Seconds reading one OpenAPI document may take (in a child process)."
+    ).tag(config=True)
+    plugin_import_memory_mb = Int(
+        1024, help="Address-space cap (MB) of the child process that reads a document."
+    ).tag(config=True)
 
     sandbox_cache_dir = Unicode(
         help="Pyodide cache (read-only for code nodes); default <data_dir>/sandbox. "

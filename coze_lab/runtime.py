@@ -96,6 +96,7 @@ class Runtime:
         """The plugin service (credentials encrypted with the configured or generated key)."""
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
+            from coze_lab.core.plugins.importing import ImportLimits
             from coze_lab.core.secrets import SecretBox
             from coze_lab.core.workflows.nodes.plugin import resume_authorized
 
@@ -113,6 +114,13 @@ class Runtime:
                     timeout_s=self.config.plugin_timeout_s,
                     retries=self.config.plugin_retries,
                     max_output_chars=self.config.plugin_max_output_chars,
+                    import_limits=ImportLimits(
+                        max_document_bytes=self.config.plugin_max_document_bytes,
+                        max_operations=self.config.plugin_max_operations,
+                        max_schema_nodes=self.config.plugin_max_schema_nodes,
+                        timeout_s=self.config.plugin_import_timeout_s,
+                        memory_mb=self.config.plugin_import_memory_mb,
+                    ),
                 ),
                 public_url=lambda: self.public_url,
                 on_authorized=authorized,

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -29,15 +29,10 @@ from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.plugins import oauth
 from coze_lab.core.plugins.arguments import ArgumentError, prepare_arguments
 from coze_lab.core.plugins.credentials import CLIENT, SERVICE, TOKEN, CredentialStore
-from coze_lab.core.plugins.manifest import Manifest, parse_manifest, render_template
-from coze_lab.core.plugins.openapi import (
-    ToolSpec,
-    load_document,
-    server_url,
-    tools_from_document,
-    validate_document,
-)
-from coze_lab.core.plugins.problems import PluginSpecError, Problem
+from coze_lab.core.plugins.importing import Draft, ImportLimits, read_draft_isolated
+from coze_lab.core.plugins.manifest import Manifest, render_template
+from coze_lab.core.plugins.openapi import ToolSpec
+from coze_lab.core.plugins.problems import Problem
 from coze_lab.core.plugins.request import HttpRequest, build_request
 from coze_lab.core.plugins.sending import RetryPolicy, describe_failure, read_answer, send
 from coze_lab.core.plugins.types import (
@@ -70,6 +65,7 @@ class PluginSettings:
     backoff_s: float = 0.2
     max_output_chars: int = 20_000
     state_ttl: timedelta = timedelta(minutes=10)
+    import_limits: ImportLimits = field(default_factory=ImportLimits)
 
 
 @dataclass(frozen=True)
@@ -84,16 +80,6 @@ class _Loaded:
     server_url: str
     scene: str
     version: int | None
-
-
-@dataclass(frozen=True)
-class _Draft:
-    doc: dict[str, Any]
-    manifest: Manifest
-    secrets: dict[str, str]
-    tools: list[ToolSpec]
-    server_url: str
-    warnings: list[Problem]
 
 
 class AuthorizationRequired(Exception):
@@ -219,7 +205,7 @@ class PluginService:
         url: str | None,
         manifest: dict[str, Any] | None,
         explicit_server: str | None,
-    ) -> _Draft:
+    ) -> Draft:
         base_url = None
         if url is not None:
             if not isinstance(url, str) or not url.strip():
@@ -227,32 +213,9 @@ class PluginService:
             openapi, base_url = await self.fetch_document(url), url
         if openapi is None:
             raise InvalidParameter("give an OpenAPI document (openapi) or its url")
-        doc = load_document(openapi)
-        problems = validate_document(doc)
-        parsed, secrets, manifest_problems = parse_manifest(manifest, doc)
-        problems += manifest_problems
-        tools: list[ToolSpec] = []
-        warnings: list[Problem] = []
-        try:
-            tools, warnings = tools_from_document(doc)
-        except PluginSpecError as exc:
-            problems += exc.problems
-        except Exception as exc:  # a document broken in a way the validator reported
-            if not problems:
-                problems.append(Problem("/paths", f"cannot read the operations: {exc}"))
-        if not tools and not problems:
-            problems.append(Problem("/paths", "the document has no usable operation"))
-        server = explicit_server or server_url(doc, base_url)
-        if explicit_server is not None and not isinstance(explicit_server, str):
-            problems.append(Problem("/server_url", "must be a string"))
-        elif not server:
-            problems.append(Problem("/servers", "no server URL: add servers or give server_url"))
-        elif not str(server).startswith(("http://", "https://")):
-            problems.append(Problem("/servers/0/url", f"must be an absolute http(s) URL: {server}"))
-        if problems:
-            raise PluginSpecError(problems)
-        assert parsed is not None and server
-        return _Draft(doc, parsed, secrets, tools, str(server), warnings)
+        return await read_draft_isolated(
+            openapi, manifest, explicit_server, base_url, self.settings.import_limits
+        )
 
     async def fetch_document(self, url: str) -> str:
         """The document at ``url``, fetched through the SSRF guard."""
