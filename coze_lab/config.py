@@ -51,6 +51,15 @@ class CozeLab(Configurable):
         config=True
     )
     max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
+    max_name_chars = Int(
+        100, help="Longest name of a workflow, bot, conversation or workflow node title."
+    ).tag(config=True)
+    max_description_chars = Int(
+        2000, help="Longest description of a workflow, bot, variable, function or input."
+    ).tag(config=True)
+    max_workflow_nodes = Int(500, help="Most nodes in one workflow (edges: four per node).").tag(
+        config=True
+    )
 
     models_file = Unicode(
         help="Model registry (YAML or JSON); also $COZE_LAB_MODELS_FILE. A 'default' model comes "

@@ -11,6 +11,7 @@ from coze_lab.config import CozeLab
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
+from coze_lab.core.limits import Limits
 from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.pat import TokenService
 from coze_lab.store import Database
@@ -40,14 +41,21 @@ class Runtime:
         )
         from coze_lab.core.workflows.service import WorkflowService
 
-        self.workflows = WorkflowService(self.db, clock=clock)
+        self.limits = Limits(
+            name_chars=config.max_name_chars,
+            description_chars=config.max_description_chars,
+            workflow_nodes=config.max_workflow_nodes,
+        )
+        self.workflows = WorkflowService(self.db, clock=clock, limits=self.limits)
         from coze_lab.core.bots import BotService
         from coze_lab.core.chat import ChatStore
         from coze_lab.core.conversations import ConversationService
 
-        self.bots = BotService(self.db, clock=clock, plugin_versions=self._plugin_versions)
+        self.bots = BotService(
+            self.db, clock=clock, plugin_versions=self._plugin_versions, limits=self.limits
+        )
         self.conversations = ConversationService(
-            self.db, clock=clock, check_file=self.files.retrieve
+            self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
         )
         self.chat_store = ChatStore(self.db, clock=clock)
         from coze_lab.core.memory import TableService

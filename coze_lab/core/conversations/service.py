@@ -14,6 +14,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.limits import Limits
 from coze_lab.store import Database
 from coze_lab.store.models import BotRecord, Conversation, Message
 
@@ -136,10 +137,12 @@ class ConversationService:
         *,
         clock: Clock = utcnow,
         check_file: Callable[[int, int], None] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._db = db
         self._clock = clock
         self._check_file = check_file
+        self.limits = limits or Limits()
 
     def file_checker(self, owner_id: int) -> Callable[[int], None] | None:
         if self._check_file is None:
@@ -159,7 +162,7 @@ class ConversationService:
         messages: Sequence[Any] = (),
     ) -> ConversationInfo:
         meta = check_meta_data(meta_data)
-        name = _name(name)
+        name = self.limits.name(name, "name", required=False)
         if len(messages) > MAX_INITIAL_MESSAGES:
             raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
         check_file = self.file_checker(owner_id)
@@ -218,7 +221,7 @@ class ConversationService:
     ) -> ConversationInfo:
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, connector_id, conversation_id)
-            row.name = _name(name)
+            row.name = self.limits.name(name, "name", required=False)
             row.updated_at = self._clock()
             return _conversation(row)
 
@@ -392,13 +395,6 @@ def _owned_bot(session: Any, owner_id: int, bot_id: int) -> None:
     )
     if found is None:
         raise NotFound(f"bot {bot_id} does not exist")
-
-
-def _name(value: Any) -> str:
-    value = value or ""
-    if not isinstance(value, str) or len(value) > 255:
-        raise InvalidParameter("name must be a string of at most 255 characters")
-    return value
 
 
 def _conversation(row: Conversation) -> ConversationInfo:
