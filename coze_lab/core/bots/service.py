@@ -245,11 +245,7 @@ class BotService:
                 return ResolvedBot(info, info.config, None)
             number = info.connectors.get(connector_id)
             if number is None:
-                name = connectors.NAMES.get(connector_id, connector_id)
-                raise NotFound(
-                    f"bot {bot_id} is not published to the {name} connector ({connector_id}); "
-                    "publish it first"
-                )
+                raise connectors.not_published(bot_id, connector_id)
             config = self._versions.get((bot_id, number))
             if config is None:  # versions never change: read each one once
                 stored = session.scalars(

@@ -10,13 +10,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from coze_lab.core import connectors
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits
 from coze_lab.store import Database
-from coze_lab.store.models import BotRecord, Conversation, Message
+from coze_lab.store.models import BotConnector, BotRecord, Conversation, Message
 
 MAX_INITIAL_MESSAGES = 100
 
@@ -173,7 +174,7 @@ class ConversationService:
         now = self._clock()
         with self._db.transaction() as session:
             if bot_id is not None:
-                _owned_bot(session, owner_id, bot_id)
+                _usable_bot(session, owner_id, bot_id, connector_id)
             row = Conversation(
                 id=new_id(),
                 owner_id=owner_id,
@@ -389,12 +390,20 @@ class ConversationService:
         return row
 
 
-def _owned_bot(session: Any, owner_id: int, bot_id: int) -> None:
+def _usable_bot(session: Any, owner_id: int, bot_id: int, connector_id: str) -> None:
+    """The owner's bot, published to ``connector_id`` (the Playground uses drafts): the same
+    refusal as a chat with that bot on that connector."""
     found = session.scalar(
         select(BotRecord.id).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
     )
     if found is None:
         raise NotFound(f"bot {bot_id} does not exist")
+    if connector_id != connectors.PLAYGROUND and not session.scalar(
+        select(BotConnector.bot_id).where(
+            BotConnector.bot_id == bot_id, BotConnector.connector_id == connector_id
+        )
+    ):
+        raise connectors.not_published(bot_id, connector_id)
 
 
 def _conversation(row: Conversation) -> ConversationInfo:
