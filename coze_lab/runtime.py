@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -66,8 +67,10 @@ class Runtime:
         self._engine: Any = None
         self._completer: Any = None
         self._plugins: Any = None
-        #: where users reach this server (OAuth callbacks); the front door may set it on start
+        #: where users reach this server (OAuth callbacks): the configured public_url, else
+        #: what the front door knows from its own configuration (never a request header)
         self.public_url = config.public_url
+        self.default_public_url: Callable[[], str | None] | None = None
 
     def start(self) -> None:
         """Prepare the database (migrations unless disabled)."""
@@ -130,7 +133,7 @@ class Runtime:
                         memory_mb=self.config.plugin_import_memory_mb,
                     ),
                 ),
-                public_url=lambda: self.public_url,
+                public_url=self.reachable_url,
                 on_authorized=authorized,
             )
         return self._plugins
@@ -174,6 +177,12 @@ class Runtime:
                 clock=self.clock,
             )
         return self._chats
+
+    def reachable_url(self) -> str | None:
+        """The URL users reach this server at, ending with its base URL."""
+        if self.public_url:
+            return self.public_url
+        return self.default_public_url() if self.default_public_url is not None else None
 
     def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
         return self.plugins.online_versions(owner_id, tool_ids)
