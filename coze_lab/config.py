@@ -80,6 +80,11 @@ class CozeLab(Configurable):
         help="Seconds a chat stream may stay quiet before conversation.chat.in_progress is "
         "sent again as a keep-alive (proxies close idle connections).",
     ).tag(config=True)
+    chat_lost_after_s = Float(
+        30.0,
+        help="Seconds after which a chat whose server died is failed visibly (its answer so "
+        "far kept, as it is written while streaming); any replica on the database does it.",
+    ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
     )

@@ -175,6 +175,7 @@ class Runtime:
                 engine=lambda: self.engine,
                 plugins=lambda: self.plugins,
                 clock=self.clock,
+                lost_after_s=self.config.chat_lost_after_s,
             )
         return self._chats
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import (
@@ -169,10 +169,34 @@ class ChatStore:
         ]
         return NewChat(self._db, conversation, row, rows, bot_id, now, persist, new_conversation)
 
-    def add_messages(self, rows: Sequence[Message]) -> None:
-        if rows:
+    def add_messages(self, rows: Sequence[Message], *, replacing: Sequence[int] = ()) -> None:
+        """Write ``rows``; the messages ``replacing`` names (partial answers) go first."""
+        if rows or replacing:
             with self._db.write() as connection:
-                connection.execute(insert(Message), [_values(r) for r in rows])
+                _replace(connection, replacing)
+                if rows:
+                    connection.execute(insert(Message), [_values(r) for r in rows])
+
+    def save_partial(self, chat_id: int, row: Message) -> bool:
+        """Keep the answer streamed so far (one row, rewritten as it grows) and mark the
+        chat alive, in one transaction; False (nothing written) once the chat has ended."""
+        now = self._clock()
+        with self._db.write() as connection:
+            alive = connection.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status == "in_progress")
+                .values(updated_at=now)
+            ).rowcount
+            if not alive:
+                return False
+            kept = connection.execute(
+                update(Message)
+                .where(Message.id == row.id)
+                .values(content=row.content, updated_at=now)
+            ).rowcount
+            if not kept:
+                connection.execute(insert(Message), _values(row))
+            return True
 
     def finish(
         self,
@@ -184,9 +208,10 @@ class ChatStore:
         required_action: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
         messages: Sequence[Message] = (),
+        replacing: Sequence[int] = (),
     ) -> ChatInfo | None:
-        """Record the outcome (and the last messages) unless the chat was canceled meanwhile;
-        None when it was."""
+        """Record the outcome (and the last messages, in place of the partial answers
+        ``replacing`` names) unless the chat was canceled meanwhile; None when it was."""
         now = self._clock()
         values: dict[str, Any] = {
             "status": status,
@@ -206,6 +231,7 @@ class ChatStore:
             ).rowcount
             if not done:
                 return None
+            _replace(connection, replacing)
             if messages:
                 connection.execute(insert(Message), [_values(r) for r in messages])
             return _info(connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one())
@@ -278,7 +304,8 @@ class ChatStore:
             )
 
     def fail_stale(self, before: datetime) -> int:
-        """Fail the in-progress chats whose heartbeat stopped before ``before``."""
+        """Fail the in-progress chats whose heartbeat stopped before ``before``; what they
+        streamed stays, as their partial answer."""
         now = self._clock()
         with self._db.write() as connection:
             return connection.execute(
@@ -290,10 +317,16 @@ class ChatStore:
                     updated_at=now,
                     last_error={
                         "code": 5000,
-                        "msg": "the server running this chat stopped; send the message again",
+                        "msg": "the server running this chat stopped; the answer so far is kept "
+                        "(marked partial); send the message again",
                     },
                 )
             ).rowcount
+
+
+def _replace(connection: Any, ids: Sequence[int]) -> None:
+    if ids:
+        connection.execute(delete(Message).where(Message.id.in_(list(ids))))
 
 
 def _values(row: Any) -> dict[str, Any]:
