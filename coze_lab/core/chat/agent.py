@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
@@ -23,7 +23,6 @@ from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, 
 from coze_lab.store.models import Message
 
 log = logging.getLogger("coze_lab.chat")
-T = TypeVar("T")
 
 #: how often a streaming chat looks in the database for a cancel from another replica
 CANCEL_POLL_S = 0.5
