@@ -1,29 +1,42 @@
-"""LangGraph's per-node overhead on the same 50-node pass-through graph (SqliteSaver).
+"""LangGraph's side of ``bench/engine.py``: the same pass-through graph with ``SqliteSaver``.
 
-Run by ``bench/engine.py`` in its own virtualenv: langgraph's dependencies (websockets>=15)
-conflict with cozepy's, so it cannot share the project's venv. Prints one JSON line.
+Runs in its own virtualenv (langgraph's ``websockets>=15`` conflicts with cozepy's pin), as a
+worker driven over stdin/stdout so that ``bench/engine.py`` can interleave the two sides
+run block by run block. Protocol, one JSON object per line:
+
+- on start it prints ``{"ready": true, "versions": ..., "sqlite": {pragmas read back}}``;
+- for ``{"runs": N, "durability": "sync" | "async"}`` it runs the graph N times on new
+  threads and prints ``{"per_node_ms": [...], "cpu_per_node_ms": [...]}`` (wall time and
+  this process's CPU time, all its threads, per run divided by the nodes);
+- end of input ends it.
+
+The SQLite file gets the durability settings coze_lab's store uses (WAL,
+``synchronous=NORMAL``); the pragmas are read back after ``SqliteSaver.setup()`` so the
+bench prints what was really in force on both sides.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import TypedDict
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
+SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
 
 class State(TypedDict):
     value: str
 
 
-def build(nodes: int):
+def build(nodes: int) -> StateGraph:
     graph = StateGraph(State)
     for i in range(nodes):
         graph.add_node(f"n{i}", lambda state: {"value": state["value"]})
@@ -34,24 +47,37 @@ def build(nodes: int):
     return graph
 
 
-def main(nodes: int = 50, runs: int = 30) -> None:
+def main(nodes: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "lg.db", check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")  # the same durability setting as coze_lab
-        app = build(nodes).compile(checkpointer=SqliteSaver(conn))
-        app.invoke({"value": "x"}, {"configurable": {"thread_id": "warmup"}})
-        times = []
-        for run in range(runs):
-            start = time.perf_counter()
-            app.invoke({"value": "x"}, {"configurable": {"thread_id": f"t{run}"}})
-            times.append(time.perf_counter() - start)
-        checkpoints = conn.execute("select count(*) from checkpoints").fetchone()[0]
-    per_node = [t / nodes * 1000 for t in times]
-    print(json.dumps({"median_ms_per_node": statistics.median(per_node),
-                      "p95_ms_per_node": sorted(per_node)[int(len(per_node) * 0.95) - 1],
-                      "checkpoints": checkpoints, "runs": runs, "nodes": nodes}))
+        conn.execute("PRAGMA synchronous=NORMAL")  # as coze_lab's store (coze_lab/store/db.py)
+        saver = SqliteSaver(conn)
+        saver.setup()
+        app = build(nodes).compile(checkpointer=saver)
+        pragmas = {
+            "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+            "synchronous": SYNCHRONOUS[conn.execute("PRAGMA synchronous").fetchone()[0]],
+        }
+        versions = {name: version(name) for name in ("langgraph", "langgraph-checkpoint-sqlite")}
+        print(json.dumps({"ready": True, "versions": versions, "sqlite": pragmas}), flush=True)
+        thread = 0
+        for line in sys.stdin:
+            command = json.loads(line)
+            per_node, cpu_per_node = [], []
+            for _ in range(command["runs"]):
+                thread += 1
+                config = {"configurable": {"thread_id": f"t{thread}"}}
+                cpu, start = time.process_time(), time.perf_counter()
+                out = app.invoke({"value": "x"}, config, durability=command["durability"])
+                per_node.append((time.perf_counter() - start) / nodes * 1000)
+                cpu_per_node.append((time.process_time() - cpu) / nodes * 1000)
+                assert out == {"value": "x"}
+            print(
+                json.dumps({"per_node_ms": per_node, "cpu_per_node_ms": cpu_per_node}), flush=True
+            )
+        conn.close()
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 50)

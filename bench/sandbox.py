@@ -86,8 +86,14 @@ def bench_fresh(settings: SandboxSettings, n: int) -> list[float]:
         script.write_text(FRESH_SCRIPT % (settings.pyodide_version, json.dumps(TRIVIAL)))
         env = {**os.environ, "DENO_DIR": str(deno_dir(settings)), "NO_COLOR": "1"}
         cmd = [
-            deno_bin(), "run", "--no-config", "--no-lock", "--node-modules-dir=none",
-            "--cached-only", f"--allow-read={settings.cache_dir},{tmp}", str(script),
+            deno_bin(),
+            "run",
+            "--no-config",
+            "--no-lock",
+            "--node-modules-dir=none",
+            "--cached-only",
+            f"--allow-read={settings.cache_dir},{tmp}",
+            str(script),
         ]
         times = []
         for _ in range(n):
@@ -107,22 +113,30 @@ def main() -> int:
     args = ap.parse_args()
     settings = SandboxSettings(cache_dir=Path(args.cache_dir), pool_size=args.pool_size)
     install_pyodide(settings)
-    print(f"machine: {os.cpu_count()} cores; Pyodide {settings.pyodide_version}; "
-          f"pool_size {settings.pool_size}")
+    print(
+        f"machine: {os.cpu_count()} cores; Pyodide {settings.pyodide_version}; "
+        f"pool_size {settings.pool_size}"
+    )
     r = asyncio.run(bench_pool(settings, args.runs))
     fresh = bench_fresh(settings, args.fresh)
     fresh_mean = statistics.fmean(fresh)
     print(f"pool cold start ({settings.pool_size} workers, snapshot): {r['cold_ms']:.0f} ms")
-    print(f"warm run latency ({args.runs} sequential runs): p50 {r['p50']:.2f} ms, "
-          f"p95 {r['p95']:.2f} ms, mean {r['mean']:.2f} ms")
+    print(
+        f"warm run latency ({args.runs} sequential runs): p50 {r['p50']:.2f} ms, "
+        f"p95 {r['p95']:.2f} ms, mean {r['mean']:.2f} ms"
+    )
     print(f"throughput with the pool busy (2000 concurrent runs): {r['throughput']:.0f} runs/s")
     print(f"worker RSS: {r['rss']:.0f} MB; restarts during the bench: {r['restarts']}")
-    print(f"fresh `deno run` + loadPyodide per execution (Coze way, n={args.fresh}): "
-          f"mean {fresh_mean:.0f} ms (min {min(fresh):.0f}, max {max(fresh):.0f})")
+    print(
+        f"fresh `deno run` + loadPyodide per execution (Coze way, n={args.fresh}): "
+        f"mean {fresh_mean:.0f} ms (min {min(fresh):.0f}, max {max(fresh):.0f})"
+    )
     ratio = fresh_mean / r["p50"]
-    print(f"ratio fresh-process / warm p50: {ratio:.0f}x "
-          f"(target: p50 <= 10 ms: {'yes' if r['p50'] <= 10 else 'NO'}, "
-          f">= 300x: {'yes' if ratio >= 300 else 'NO'})")
+    print(
+        f"ratio fresh-process / warm p50: {ratio:.0f}x "
+        f"(target: p50 <= 10 ms: {'yes' if r['p50'] <= 10 else 'NO'}, "
+        f">= 300x: {'yes' if ratio >= 300 else 'NO'})"
+    )
     return 0
 
 

@@ -7,27 +7,28 @@ The notebook API lives here; the services are in ``coze_lab.core``, the storage 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
 
 if TYPE_CHECKING:
-    from coze_lab.bot import Bot, ChatReply
-    from coze_lab.core.workflows import Workflow, WorkflowDefinitionError
-    from coze_lab.discovery import connect
-    from coze_lab.plugin import Plugin
+    from coze_lab.core.workflows import WorkflowDefinitionError
+    from coze_lab.notebook.bot import Bot, ChatReply
+    from coze_lab.notebook.connect import connect
+    from coze_lab.notebook.plugin import Plugin
+    from coze_lab.notebook.workflow import Workflow
 
 #: imported on first use: the server and the CLI start without the notebook API's weight
 _LAZY = {
-    "Bot": "coze_lab.bot",
-    "ChatReply": "coze_lab.bot",
-    "Plugin": "coze_lab.plugin",
-    "Workflow": "coze_lab.core.workflows",
+    "Bot": "coze_lab.notebook.bot",
+    "ChatReply": "coze_lab.notebook.bot",
+    "Plugin": "coze_lab.notebook.plugin",
+    "Workflow": "coze_lab.notebook.workflow",
     "WorkflowDefinitionError": "coze_lab.core.workflows",
-    "connect": "coze_lab.discovery",
+    "connect": "coze_lab.notebook.connect",
 }
-_LAZY_MODULES = ("runs",)
+#: modules that are public names of the package (``cl.runs.pending()``)
+_LAZY_MODULES = {"runs": "coze_lab.notebook.runs"}
 
 __all__ = [
     "Bot",
@@ -42,17 +43,19 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    """Only the names in ``__all__`` load lazily; anything else is an AttributeError."""
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in _LAZY_MODULES or importlib.util.find_spec(f"coze_lab.{name}") is not None:
-        return importlib.import_module(f"coze_lab.{name}")  # cl.runs, cl.client, cl.widgets...
-    raise AttributeError(f"module 'coze_lab' has no attribute {name!r}")
+    elif name in _LAZY_MODULES:
+        value = importlib.import_module(_LAZY_MODULES[name])
+    else:
+        raise AttributeError(f"module 'coze_lab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, *_LAZY_MODULES])
+    return sorted({*globals(), *__all__})
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

@@ -97,6 +97,12 @@ class CozeLab(Configurable):
         help="The URL users reach this server at, ending with its base URL (OAuth callbacks); "
         "default: the address the server listens on."
     ).tag(config=True)
+    hub_auth_cache_s = Float(
+        30.0,
+        help="Seconds coze-lab serve, as a JupyterHub service, trusts the hub's answer about a "
+        "hub token or login session; a revoked token or ended session stops working within "
+        "this time (0: ask the hub on every request).",
+    ).tag(config=True)
     plugin_timeout_s = Float(30.0, help="Seconds a plugin tool call may take.").tag(config=True)
     plugin_retries = Int(
         2,

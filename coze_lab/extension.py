@@ -11,8 +11,9 @@ from traitlets import Instance
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
+from coze_lab.web.hub import hub_public_url
 from coze_lab.web.routes import jupyter_routes
 
 
@@ -50,8 +51,7 @@ class CozeLabApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: object) -> None:
         # the server's event loop runs now: workflows whose worker died continue here
         assert self.runtime is not None
-        self.runtime.engine.start_recovery_loop()
-        self.runtime.chats.start_recovery_loop()
+        self.runtime.start_serving()
         base = self.runtime.reachable_url()
         self.log.info(
             "coze_lab: plugin OAuth callbacks go to %s; if users reach this server at another "
@@ -77,10 +77,9 @@ def server_public_url(serverapp: Any) -> str | None:
     if getattr(serverapp, "sock", ""):
         return None
     base_url = serverapp.base_url if serverapp.base_url.endswith("/") else serverapp.base_url + "/"
-    hub = os.environ.get("JUPYTERHUB_PUBLIC_URL", "")
+    hub = hub_public_url(os.environ, base_url)
     if hub:
-        parts = urlparse(hub)
-        return urlunparse((parts.scheme, parts.netloc, base_url, "", "", ""))
+        return hub
     parts = urlparse(serverapp.connection_url)
     if serverapp.custom_display_url:
         custom = urlparse(serverapp.custom_display_url)

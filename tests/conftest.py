@@ -17,8 +17,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from coze_lab.config import CozeLab
-from coze_lab.local import LocalHost
-from coze_lab.runtime import Runtime
+from coze_lab.notebook.in_process import InProcessHost
+from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
 from coze_lab.testing import ModelServer
 from tests.support import FakeClock, ServerProcess
@@ -126,8 +126,8 @@ def model_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
 
 
 @pytest.fixture
-def agent_host(runtime: Runtime, model_env: ModelServer) -> Iterator[LocalHost]:
+def agent_host(runtime: Runtime, model_env: ModelServer) -> Iterator[InProcessHost]:
     """The runtime on a background loop (as ``cl.Bot`` uses it), with the model server."""
-    local = LocalHost(runtime, "agent")
+    local = InProcessHost(runtime, "agent")
     yield local
     local.close()

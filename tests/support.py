@@ -45,8 +45,14 @@ class ServerProcess:
     """A real ``coze-lab serve`` on a free loopback port; output kept for log assertions."""
 
     def __init__(
-        self, data_dir: Path, database_url: str, *extra: str, env: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        database_url: str,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        options_after_command: bool = False,
     ) -> None:
+        self.options_after_command = options_after_command
         self.data_dir = data_dir
         self.database_url = database_url
         self.env = env or {}
@@ -59,17 +65,14 @@ class ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
+        options = ["--data-dir", str(self.data_dir), "--database-url", self.database_url]
+        serve = ["serve", "--port", "0"]
+        if self.options_after_command:  # as the README writes it
+            argv = [*self.extra, *serve, *options]
+        else:
+            argv = [*options, *self.extra, *serve]
         self.proc = subprocess.Popen(
-            coze_lab_command(
-                "--data-dir",
-                str(self.data_dir),
-                "--database-url",
-                self.database_url,
-                *self.extra,
-                "serve",
-                "--port",
-                "0",
-            ),
+            coze_lab_command(*argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **self.env},
@@ -191,3 +194,49 @@ class EchoServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+COZE_JS_MODULES = ROOT / ".cache" / "coze-js" / "node_modules"
+COZE_JS_DRIVER = ROOT / "tests" / "web" / "coze_js" / "drive.cjs"
+
+
+class CozeJs:
+    """The official Coze JavaScript SDK (``@coze/api``, installed by ``make install``),
+    run by node against a server as a user's program would use it.
+
+    Each call names a client method and its arguments; the outcome is ``{"result": ...}``
+    (a stream's events as a list) or ``{"error": {name, status, code, msg, message}}``.
+
+    Example:
+        >>> js = CozeJs(server.url, token)  # doctest: +SKIP
+        >>> js.call("bots.retrieveNew", "42")["error"]["code"]  # doctest: +SKIP
+        4200
+    """
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url
+        self.token = token
+
+    def run(self, *calls: tuple[str, ...] | tuple[object, ...]) -> list[dict]:
+        """Every call in one node process (the SDK loads once); outcomes in order."""
+        import json
+
+        program = [{"call": name, "args": list(args)} for name, *args in calls]
+        result = subprocess.run(
+            ["node", str(COZE_JS_DRIVER)],
+            input=json.dumps(program),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                **os.environ,
+                "NODE_PATH": str(COZE_JS_MODULES),
+                "COZE_API_BASE": self.base_url,
+                "COZE_API_TOKEN": self.token,
+            },
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def call(self, name: str, *args: object) -> dict:
+        return self.run((name, *args))[0]

@@ -1,4 +1,4 @@
-"""A clean clone installs into a fresh venv with both Jupyter extensions enabled."""
+"""A clean clone's ``make dist`` gives a wheel that installs with both Jupyter extensions enabled."""
 
 from __future__ import annotations
 
@@ -26,9 +26,17 @@ def run(*cmd: str | Path, env: dict[str, str] | None = None, cwd: Path | None = 
     return ANSI.sub("", result.stdout + result.stderr)
 
 
-def test_fresh_clone_installs_with_both_extensions_enabled(tmp_path: Path) -> None:
+def test_make_dist_of_a_fresh_clone_installs_with_both_extensions_enabled(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     run("git", "clone", "--quiet", ROOT, clone)
+    # `make dist` of the clone with this test's environment as the build venv (-o install:
+    # it is installed already): wheel + sdist, the lab extension built once, twine-checked
+    built = run("make", "-C", clone, "-o", "install", "dist", f"VENV={sys.prefix}")
+    assert "PASSED" in built and "FAILED" not in built, built
+    [wheel] = (clone / "dist").glob("coze_lab-*-py3-none-any.whl")
+    [sdist] = (clone / "dist").glob("coze_lab-*.tar.gz")
+    assert sdist.stat().st_size > 0
+
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
     env = {
@@ -39,7 +47,7 @@ def test_fresh_clone_installs_with_both_extensions_enabled(tmp_path: Path) -> No
         "VIRTUAL_ENV": str(venv),
     }
     env.pop("PYTHONPATH", None)
-    run(venv / "bin" / "pip", "install", "--quiet", clone, env=env)
+    run(venv / "bin" / "pip", "install", "--quiet", wheel, env=env)
 
     server = run(venv / "bin" / "jupyter", "server", "extension", "list", env=env)
     assert "coze_lab enabled" in server, server

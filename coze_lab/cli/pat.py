@@ -7,7 +7,7 @@ import argparse
 from coze_lab.cli._common import runtime_for
 from coze_lab.core.clock import to_unix
 from coze_lab.core.ids import parse_id
-from coze_lab.core.pat import CONNECTORS, SCOPES
+from coze_lab.core.tokens import CONNECTORS, SCOPES
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     create.set_defaults(func=create_token)
 
     listing = sub.add_parser("list", help="list a user's tokens")
-    listing.add_argument("--user", required=True)
+    listing.add_argument("--user", help="whose (default: the local user, $COZE_LAB_LOCAL_USER)")
     listing.set_defaults(func=list_tokens)
 
     revoke = sub.add_parser("revoke", help="revoke a token by id")
@@ -60,7 +60,7 @@ def create_token(args: argparse.Namespace) -> int:
 
 def list_tokens(args: argparse.Namespace) -> int:
     with runtime_for(args) as runtime:
-        user = runtime.identity.ensure_user(args.user)
+        user = runtime.identity.ensure_user(args.user or runtime.config.local_user)
         now = runtime.clock()
         print(f"{'id':<20} {'name':<24} {'hint':<10} {'status':<8} expires_at  scopes")
         for info in runtime.tokens.list(user.id):

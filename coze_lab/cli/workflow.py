@@ -19,7 +19,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp.add_argument("--publish", action="store_true", help="publish it as the next version")
     imp.set_defaults(func=import_workflow)
     listing = sub.add_parser("list", help="a user's workflows")
-    listing.add_argument("--user", required=True)
+    listing.add_argument("--user", help="whose (default: the local user, $COZE_LAB_LOCAL_USER)")
     listing.set_defaults(func=list_workflows)
 
 
@@ -43,7 +43,7 @@ def import_workflow(args: argparse.Namespace) -> int:
 
 def list_workflows(args: argparse.Namespace) -> int:
     with runtime_for(args) as runtime:
-        user = runtime.identity.ensure_user(args.user)
+        user = runtime.identity.ensure_user(args.user or runtime.config.local_user)
         print(f"{'id':<20} {'published':<9} name")
         for info in runtime.workflows.list(user.id):
             print(f"{info.id:<20} {info.published_version or '-'!s:<9} {info.name}")

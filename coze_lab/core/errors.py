@@ -2,6 +2,14 @@
 
 Every failure a client can cause is one of these; the web layer turns them into
 ``{"code": ..., "msg": ...}`` bodies with the matching 4xx status.
+
+Where Coze's error-code table defines a number, the number has Coze's meaning (4000
+request parameter error, 4012 invalid model, 4015 bot not published to the API, 4100
+authentication, 4101 permission, 4104 chat cannot be canceled, 4200 resource not found,
+4302 file too large, 5000 internal error); the official SDKs pick their exception by it
+(the JavaScript SDK: 4000 BadRequestError, 4100 AuthenticationError, 4101
+PermissionDeniedError, 4200 NotFoundError, 4013 RateLimitError). Our own codes use numbers
+that Coze's table leaves free: 4051, 409x, 5020, 5030, 510x.
 """
 
 from __future__ import annotations
@@ -40,12 +48,33 @@ class NotFound(CozeLabError):
     code, status = 4200, 404
 
 
+class NotPublished(NotFound):
+    """The bot is not published to the connector asked for (Coze's 4015)."""
+
+    code = 4015
+
+
 class Conflict(CozeLabError):
-    code, status = 4300, 409
+    """The object is not in a state that allows this (answered, finished, exists already)."""
+
+    code, status = 4090, 409
 
 
 class PayloadTooLarge(CozeLabError):
-    code, status = 4013, 413
+    """A request body over the limit: a bad request in Coze's terms (4000), HTTP 413."""
+
+    code, status = 4000, 413
+
+
+class FileTooLarge(PayloadTooLarge):
+    """An upload over the file size limit (Coze's 4302)."""
+
+    code = 4302
+
+
+#: codes in a workflow run's ``error`` and its ``Error`` stream event (not HTTP answers)
+RUN_CANCELED = 4091
+QUESTION_EXPIRED = 4092
 
 
 class Unavailable(CozeLabError):

@@ -14,7 +14,7 @@ import filetype
 from sqlalchemy import select
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import InvalidParameter, NotFound, PayloadTooLarge
+from coze_lab.core.errors import FileTooLarge, InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.models import File
@@ -91,7 +91,7 @@ class Upload:
         self.size += len(chunk)
         if self.size > self._store.max_bytes:
             self.abort()
-            raise PayloadTooLarge(f"file exceeds the limit of {self._store.max_bytes} bytes")
+            raise FileTooLarge(f"file exceeds the limit of {self._store.max_bytes} bytes")
         if len(self._head) < _SNIFF_BYTES:
             self._head += chunk[: _SNIFF_BYTES - len(self._head)]
         self._hash.update(chunk)

@@ -31,14 +31,17 @@ class Workspace(Base):
     workspace_type: Mapped[str] = mapped_column(String(16), default="personal")
     created_at: Mapped[datetime]
 
-    __table_args__ = (Index("ix_workspaces_owner_type", "owner_id", "workspace_type"),)
+    __table_args__ = (
+        Index("ix_workspaces_owner_type", "owner_id", "workspace_type"),
+        Index("ix_workspaces_owner_id_id", "owner_id", "id"),
+    )
 
 
 class PersonalAccessToken(Base):
     __tablename__ = "personal_access_tokens"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(100))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     hint: Mapped[str] = mapped_column(String(16))
@@ -48,6 +51,8 @@ class PersonalAccessToken(Base):
     expires_at: Mapped[datetime | None]
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_personal_access_tokens_user_id_id", "user_id", "id"),)
 
 
 class File(Base):
@@ -76,7 +81,10 @@ class WorkflowRecord(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
-    __table_args__ = (Index("ux_workflows_owner_name", "owner_id", "name", unique=True),)
+    __table_args__ = (
+        Index("ux_workflows_owner_name", "owner_id", "name", unique=True),
+        Index("ix_workflows_owner_id_id", "owner_id", "id"),
+    )
 
 
 class WorkflowVersion(Base):
@@ -99,9 +107,9 @@ class WorkflowRun(Base):
     __tablename__ = "workflow_runs"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     workflow_id: Mapped[int | None] = mapped_column(
-        ForeignKey("workflows.id", ondelete="SET NULL"), nullable=True, index=True
+        ForeignKey("workflows.id", ondelete="SET NULL"), nullable=True
     )
     version: Mapped[int | None]
     parent_run_id: Mapped[int | None] = mapped_column(
@@ -122,8 +130,10 @@ class WorkflowRun(Base):
     finished_at: Mapped[datetime | None]
 
     __table_args__ = (
-        Index("ix_workflow_runs_status_lease", "status", "lease_until"),
+        Index("ix_workflow_runs_status_id", "status", "id"),
         Index("ux_workflow_runs_child", "parent_run_id", "parent_node_key", unique=True),
+        Index("ix_workflow_runs_owner_id_id", "owner_id", "id"),
+        Index("ix_workflow_runs_workflow_owner_id", "workflow_id", "owner_id", "id"),
     )
 
 
@@ -157,7 +167,7 @@ class Interrupt(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     run_id: Mapped[int] = mapped_column(ForeignKey("workflow_runs.id", ondelete="CASCADE"))
-    root_run_id: Mapped[int] = mapped_column(index=True)
+    root_run_id: Mapped[int]
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     node_key: Mapped[str] = mapped_column(String(255))
     node_id: Mapped[str] = mapped_column(String(64))
@@ -171,7 +181,9 @@ class Interrupt(Base):
 
     __table_args__ = (
         Index("ix_interrupts_run", "run_id"),
-        Index("ix_interrupts_owner_status", "owner_id", "status"),
+        Index("ix_interrupts_owner_status_id", "owner_id", "status", "id"),
+        Index("ix_interrupts_status_expires", "status", "expires_at"),
+        Index("ix_interrupts_root_run_id_id", "root_run_id", "id"),
     )
 
 
@@ -196,7 +208,7 @@ class BotRecord(Base):
     __tablename__ = "bots"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     workspace_id: Mapped[int]
     name: Mapped[str] = mapped_column(String(255))
     description: Mapped[str] = mapped_column(String(2000), default="")
@@ -204,6 +216,8 @@ class BotRecord(Base):
     draft: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_bots_owner_updated_id", "owner_id", "updated_at", "id"),)
 
 
 class BotVersion(Base):
@@ -252,6 +266,7 @@ class Conversation(Base):
 
     __table_args__ = (
         Index("ix_conversations_owner_bot", "owner_id", "bot_id", "connector_id", "id"),
+        Index("ix_conversations_owner_connector_id", "owner_id", "connector_id", "id"),
     )
 
 
@@ -281,7 +296,10 @@ class Chat(Base):
     completed_at: Mapped[datetime | None]
     failed_at: Mapped[datetime | None]
 
-    __table_args__ = (Index("ix_chats_owner_status", "owner_id", "status"),)
+    __table_args__ = (
+        Index("ix_chats_owner_status", "owner_id", "status"),
+        Index("ix_chats_status_updated", "status", "updated_at"),
+    )
 
 
 class Message(Base):
@@ -293,7 +311,7 @@ class Message(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     section_id: Mapped[int]
-    chat_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
+    chat_id: Mapped[int | None] = mapped_column(nullable=True)
     bot_id: Mapped[int | None] = mapped_column(nullable=True)
     role: Mapped[str] = mapped_column(String(16))
     type: Mapped[str] = mapped_column(String(24))
@@ -307,6 +325,7 @@ class Message(Base):
     __table_args__ = (
         Index("ix_messages_conversation", "conversation_id", "id"),
         Index("ix_messages_section", "conversation_id", "section_id", "id"),
+        Index("ix_messages_chat_id_id", "chat_id", "id"),
     )
 
 
@@ -336,7 +355,7 @@ class PluginRecord(Base):
     __tablename__ = "plugins"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(255))
     description: Mapped[str] = mapped_column(Text)
     manifest: Mapped[dict] = mapped_column(JSON)
@@ -345,6 +364,8 @@ class PluginRecord(Base):
     online_version: Mapped[int | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_plugins_owner_id_id", "owner_id", "id"),)
 
 
 class PluginTool(Base):
@@ -361,7 +382,10 @@ class PluginTool(Base):
     #: set when the draft no longer has it (published versions may still use it)
     deleted_at: Mapped[datetime | None]
 
-    __table_args__ = (Index("ux_plugin_tools_name", "plugin_id", "name", unique=True),)
+    __table_args__ = (
+        Index("ux_plugin_tools_name", "plugin_id", "name", unique=True),
+        Index("ix_plugin_tools_plugin_id_id", "plugin_id", "id"),
+    )
 
 
 class PluginVersion(Base):
@@ -434,7 +458,10 @@ class PluginCall(Base):
     trace: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime]
 
-    __table_args__ = (Index("ix_plugin_calls_owner_plugin", "owner_id", "plugin_id", "id"),)
+    __table_args__ = (
+        Index("ix_plugin_calls_owner_plugin", "owner_id", "plugin_id", "id"),
+        Index("ix_plugin_calls_plugin_owner_id", "plugin_id", "owner_id", "id"),
+    )
 
 
 class UserTable(Base):

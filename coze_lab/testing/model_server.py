@@ -55,12 +55,15 @@ class TextReply:
     ``fail_after``: when streaming, send that many words, then an in-stream error event
     (``{"error": {"message": fail_message}}``) and end the stream, as providers do when a
     generation breaks off. Non-streamed requests get a 500 with ``fail_message`` instead.
+    ``disconnect_after``: when streaming, send that many words, then drop the connection
+    mid-response (no error event, no end of the chunked body), as a crashed provider does.
     """
 
     text: str
     delay: float = 0.0
     fail_after: int | None = None
     fail_message: str = "the generation was interrupted"
+    disconnect_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class ErrorReply:
 
     ``retry`` sets the ``x-should-retry`` header the SDK obeys: by default ``false``, so a
     scripted error reaches the caller once instead of being retried into the next reply.
+    ``retry_after`` (seconds) adds a ``retry-after`` header.
     """
 
     status: int
@@ -101,6 +105,7 @@ class ErrorReply:
     code: str | None = None
     retry: bool = False
     delay: float = 0.0
+    retry_after: float | None = None
 
 
 Reply = TextReply | ToolCallsReply | ErrorReply
@@ -380,6 +385,8 @@ class _ChatCompletions(_Base):
             if isinstance(reply, ErrorReply):
                 self._done = True
                 self.set_header("x-should-retry", "true" if reply.retry else "false")
+                if reply.retry_after is not None:
+                    self.set_header("retry-after", str(reply.retry_after))
                 self.send_openai_error(reply.status, reply.message, reply.type, reply.code)
             elif stream:
                 await self._stream(body, number, reply)
@@ -405,8 +412,13 @@ class _ChatCompletions(_Base):
             (body.get("stream_options") or {}).get("include_usage")
         )
         *events, last = _stream_events(body, number, reply, self.state.model, include_usage)
-        for event in events:
+        cut = reply.disconnect_after if isinstance(reply, TextReply) else None
+        for sent, event in enumerate(events):
             if self._done:
+                return
+            if cut is not None and sent > cut:  # the role chunk, then ``cut`` words
+                self._done = True
+                self.request.connection.close()
                 return
             self.write(f"data: {event}\n\n")
             await self.flush()

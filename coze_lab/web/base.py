@@ -14,18 +14,61 @@ import secrets
 from typing import Any
 
 from tornado import web
+from tornado.httputil import HTTPServerRequest
 
 from coze_lab.core import connectors
-from coze_lab.core.errors import CozeLabError, InvalidParameter, PayloadTooLarge, Unauthenticated
+from coze_lab.core.errors import (
+    CozeLabError,
+    InvalidParameter,
+    PayloadTooLarge,
+    PermissionDenied,
+    Unauthenticated,
+)
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.json_input import parse_json
-from coze_lab.core.pat import Principal
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import Principal
+from coze_lab.services import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
 
 log = logging.getLogger("coze_lab.web")
 
 RUNTIME_KEY = "coze_lab_runtime"
+
+#: Coze endpoints that always answer with an event stream
+STREAM_ENDPOINTS = ("/v1/workflow/stream_run", "/v1/workflow/stream_resume", "/v1/workflows/chat")
+#: Coze endpoints that stream when the request body says ``"stream": true``
+STREAM_WHEN_ASKED = ("/v3/chat", "/v3/chat/submit_tool_outputs")
+
+
+def asks_for_stream(request: HTTPServerRequest, body: bytes | None = None) -> bool:
+    """Whether a request asked the Coze API for an event stream (``body``: the request's
+    body as streamed in, else ``request.body``).
+
+    Coze answers such a request's errors with HTTP 200 and the ``{code, msg}`` JSON body
+    (no event stream, no trailing newline), and so must we: the JavaScript SDK reads a
+    streamed call's body only from a 2xx response (a 4xx reaches its users as ``code:
+    undefined``) and yields an unterminated body as an ``error`` event; cozepy raises
+    ``CozeAPIError(code, msg)`` for any JSON answer to a stream call.
+
+    Example:
+        >>> from tornado.httputil import HTTPServerRequest
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v1/workflow/stream_run"))
+        True
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"stream": true}'))
+        True
+        >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"bot_id": "1"}'))
+        False
+    """
+    path = request.path
+    if path.endswith(STREAM_ENDPOINTS):
+        return True
+    if request.method != "POST" or not path.endswith(STREAM_WHEN_ASKED):
+        return False
+    try:
+        value = json.loads((request.body if body is None else body) or b"{}")
+    except (ValueError, RecursionError):  # not JSON, or hostile JSON: answered as plain 4xx
+        return False
+    return isinstance(value, dict) and value.get("stream") is True
 
 
 @web.stream_request_body
@@ -86,6 +129,8 @@ class CozeHandler(web.RequestHandler):
             return
         if self._received is None:
             self._received = bytearray()
+            # set in prepare; a subclass whose prepare skipped ours still gets the cap
+            self._body_limit = self._body_limit or self.body_limit()
         self._received += chunk
         if len(self._received) > self._body_limit:
             self._received = None
@@ -140,6 +185,11 @@ class CozeHandler(web.RequestHandler):
         """The user of a studio API request; the Jupyter base answers with Jupyter's identity."""
         return self.coze_user()
 
+    def admin_user(self) -> UserInfo:
+        """An administrator (a JupyterHub admin on the hub service); 403 for anyone else."""
+        self.studio_user()
+        raise PermissionDenied("only JupyterHub admins, signed in through the hub, see this")
+
     # ---- request and response bodies ------------------------------------------------
     def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object; InvalidParameter when it is anything else."""
@@ -170,6 +220,10 @@ class CozeHandler(web.RequestHandler):
             reason = self._reason
         if self.body_pending():
             self.set_header("Connection", "close")  # so a kept-alive client opens a new one
+        if status_code == 405:  # RFC 9110: a 405 names the methods the resource supports
+            self.set_header("Allow", ", ".join(m.upper() for m in own_methods(type(self))))
+        if asks_for_stream(self.request, bytes(self._received or b"")):
+            self.set_status(200)  # as Coze does: see asks_for_stream
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(error_body(status_code, exc, reason)))
 
@@ -188,6 +242,19 @@ class CozeHandler(web.RequestHandler):
             self.request.path,
             exc_info=(typ, value, tb),
         )
+
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def own_methods(handler: type) -> list[str]:
+    """The HTTP methods a handler implements itself (what a 405's ``Allow`` lists)."""
+    names: set[str] = set()
+    for klass in handler.__mro__:
+        if klass in (CozeHandler, web.RequestHandler, object):
+            break
+        names.update(n for n in HTTP_METHODS if n in klass.__dict__)
+    return [n for n in HTTP_METHODS if n in names]
 
 
 class NotFoundHandler(CozeHandler):

@@ -6,7 +6,8 @@ from typing import Any
 
 from coze_lab.core.errors import CozeLabError
 
-_CODE_BY_STATUS = {400: 4000, 401: 4100, 403: 4101, 404: 4200, 405: 4001, 409: 4300, 413: 4013}
+#: Coze codes of errors raised by tornado itself (wrong method, body over the connection's cap)
+_CODE_BY_STATUS = {400: 4000, 401: 4100, 403: 4101, 404: 4200, 405: 4000, 409: 4090, 413: 4000}
 
 
 def ok(data: Any = None, **extra: Any) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class JupyterStudioBase(CozeHandler, APIHandler):
         CozeHandler.write_error(self, status_code, **kwargs)
 
 
-class JupyterOpenApiBase(CozeHandler, APIHandler):
+class JupyterCozeApiBase(CozeHandler, APIHandler):
     """Coze OpenAPI inside Jupyter: personal access tokens, as in the standalone server."""
 
     def check_xsrf_cookie(self) -> None:

@@ -1,12 +1,20 @@
-"""Which handler serves which path, for the Jupyter extension and for ``coze-lab serve``."""
+"""The route table: every endpoint's path, handler, area, token scope and operation
+description, in one place. The Jupyter extension and ``coze-lab serve`` mount it, and
+``openapi.json`` is generated from it (``coze_lab.web.api_document``).
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from tornado import web
 
-from coze_lab.web.base import CozeHandler, NotFoundHandler
+from coze_lab.web import schemas as s
+from coze_lab.web.api_document import document
+from coze_lab.web.base import CozeHandler, NotFoundHandler, own_methods
+from coze_lab.web.handlers.admin import UsageHandler
 from coze_lab.web.handlers.bots import (
     BotCreateHandler,
     BotItemHandler,
@@ -45,7 +53,7 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
-from coze_lab.web.handlers.meta import LivenessHandler, OpenApiDocHandler
+from coze_lab.web.handlers.meta import LivenessHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
     OAuthCallbackHandler,
     PluginAuthorizeHandler,
@@ -77,6 +85,7 @@ from coze_lab.web.handlers.tables import (
     TableRowsHandler,
     TablesHandler,
 )
+from coze_lab.web.handlers.users import UserMeHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
@@ -86,135 +95,1178 @@ from coze_lab.web.handlers.workflows import (
 )
 from coze_lab.web.handlers.workspaces import WorkspacesHandler
 
-Route = tuple[str, type[web.RequestHandler]]
-
-#: Coze-compatible OpenAPI, personal access tokens only
-OPENAPI: list[tuple[str, type[CozeHandler]]] = [
-    (r"/v1/files/upload", FileUploadHandler),
-    (r"/v1/files/retrieve", FileRetrieveHandler),
-    (r"/v1/workspaces", WorkspacesHandler),
-    (r"/v1/workflow/run", WorkflowRunHandler),
-    (r"/v1/workflow/stream_run", WorkflowStreamRunHandler),
-    (r"/v1/workflow/stream_resume", WorkflowStreamResumeHandler),
-    (r"/v1/workflows/([^/]+)/run_histories/([^/]+)", RunHistoryHandler),
-    (r"/v1/workflows/([^/]+)/run_histories/([^/]+)/execute_nodes/([^/]+)", ExecuteNodeHandler),
-    (r"/v1/bot/create", BotCreateHandler),
-    (r"/v1/bot/update", BotUpdateHandler),
-    (r"/v1/bot/publish", BotPublishHandler),
-    (r"/v1/bot/get_online_info", BotOnlineInfoHandler),
-    (r"/v1/bots", BotsHandler),
-    (r"/v1/bots/([^/]+)", BotItemHandler),
-    (r"/v1/bots/([^/]+)/unpublish", BotUnpublishHandler),
-    (r"/v1/space/published_bots_list", PublishedBotsListHandler),
-    (r"/v1/conversation/create", ConversationCreateHandler),
-    (r"/v1/conversation/retrieve", ConversationRetrieveHandler),
-    (r"/v1/conversations", ConversationsHandler),
-    (r"/v1/conversations/([^/]+)", ConversationHandler),
-    (r"/v1/conversations/([^/]+)/clear", ConversationClearHandler),
-    (r"/v1/conversation/message/create", MessageCreateHandler),
-    (r"/v1/conversation/message/list", MessageListHandler),
-    (r"/v1/conversation/message/retrieve", MessageRetrieveHandler),
-    (r"/v1/conversation/message/modify", MessageModifyHandler),
-    (r"/v1/conversation/message/delete", MessageDeleteHandler),
-    (r"/v3/chat", ChatHandler),
-    (r"/v3/chat/retrieve", ChatRetrieveHandler),
-    (r"/v3/chat/message/list", ChatMessagesHandler),
-    (r"/v3/chat/cancel", ChatCancelHandler),
-    (r"/v3/chat/submit_tool_outputs", ChatSubmitToolOutputsHandler),
-]
-#: coze_lab's own API for the lab front end
-STUDIO: list[tuple[str, type[CozeHandler]]] = [
-    (r"/coze_lab/api/health", HealthHandler),
-    (r"/coze_lab/api/me", MeHandler),
-    (r"/coze_lab/api/tokens", TokensHandler),
-    (r"/coze_lab/api/tokens/([^/]+)", TokenHandler),
-    (r"/coze_lab/api/workflows", WorkflowsHandler),
-    (r"/coze_lab/api/workflows/([^/]+)", WorkflowItemHandler),
-    (r"/coze_lab/api/workflows/([^/]+)/publish", WorkflowPublishHandler),
-    (r"/coze_lab/api/workflows/([^/]+)/runs", WorkflowDraftRunHandler),
-    (r"/coze_lab/api/runs", RunsHandler),
-    (r"/coze_lab/api/runs/([^/]+)", RunHandler),
-    (r"/coze_lab/api/runs/([^/]+)/cancel", RunCancelHandler),
-    (r"/coze_lab/api/runs/([^/]+)/events", RunEventsHandler),
-    (r"/coze_lab/api/interrupts", InterruptsHandler),
-    (r"/coze_lab/api/interrupts/([^/]+)/resume", InterruptResumeHandler),
-    (r"/coze_lab/api/bots", StudioBotsHandler),
-    (r"/coze_lab/api/bots/([^/]+)", StudioBotHandler),
-    (r"/coze_lab/api/bots/([^/]+)/publish", StudioBotPublishHandler),
-    (r"/coze_lab/api/bots/([^/]+)/chat", StudioBotChatHandler),
-    (r"/coze_lab/api/bots/([^/]+)/conversations", StudioBotConversationsHandler),
-    (r"/coze_lab/api/conversations/([^/]+)/messages", StudioConversationMessagesHandler),
-    (r"/coze_lab/api/conversations/([^/]+)/clear", StudioConversationClearHandler),
-    (r"/coze_lab/api/chats/([^/]+)/cancel", StudioChatCancelHandler),
-    (r"/coze_lab/api/tables", TablesHandler),
-    (r"/coze_lab/api/tables/([^/]+)", TableHandler),
-    (r"/coze_lab/api/tables/([^/]+)/fields", TableFieldsHandler),
-    (r"/coze_lab/api/tables/([^/]+)/publish", TablePublishHandler),
-    (r"/coze_lab/api/tables/([^/]+)/rows", TableRowsHandler),
-    (r"/coze_lab/api/plugins", PluginsHandler),
-    (r"/coze_lab/api/plugins/([^/]+)", PluginItemHandler),
-    (r"/coze_lab/api/plugins/([^/]+)/publish", PluginPublishHandler),
-    (r"/coze_lab/api/plugins/([^/]+)/credentials", PluginCredentialsHandler),
-    (r"/coze_lab/api/plugins/([^/]+)/oauth/authorize", PluginAuthorizeHandler),
-    (r"/coze_lab/api/plugins/([^/]+)/calls", PluginCallsHandler),
-    (r"/coze_lab/api/plugins/([^/]+)/tools/([^/]+)/debug", PluginToolDebugHandler),
-]
-PUBLIC: list[tuple[str, type[CozeHandler]]] = [
-    (r"/coze_lab/openapi.json", OpenApiDocHandler),
-    (r"/coze_lab/api/plugins/oauth/callback", OAuthCallbackHandler),
-    (r"/coze_lab/sdk/([^/]+)", SdkAssetHandler),
-]
-_HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+#: the areas of the API: Coze-compatible (``/v1``, ``/v3``: personal access tokens),
+#: the studio's own (``/coze_lab/api``) and public pages (no authentication)
+COZE, STUDIO, PUBLIC = "coze", "studio", "public"
 
 
-def bind(handler: type[CozeHandler], base: type[CozeHandler], *, public: bool = False) -> type:
-    """``handler``'s endpoints on top of a deployment's ``base`` class."""
+@dataclass(frozen=True)
+class Op:
+    """One operation of a route: its method and what the API document says of it.
+
+    ``query`` lists ``(name, type, required)``; ``data`` is the schema of the envelope's
+    ``data``; ``status`` the success status; ``raw`` marks a body sent without the envelope.
+    """
+
+    method: str
+    summary: str
+    tag: str
+    data: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    query: tuple[tuple[str, str, bool], ...] = ()
+    body: dict[str, Any] | None = None
+    multipart: bool = False
+    stream: bool = False
+    status: int = 200
+    raw: bool = False
+    content: str = "application/json"
+    #: False: the body may be left out (every field is optional)
+    body_required: bool = True
+
+
+@dataclass(frozen=True)
+class Route:
+    """A path (OpenAPI form, ``{name}`` for a path parameter) and what serves it."""
+
+    path: str
+    handler: type[CozeHandler]
+    area: str
+    scope: str | None = None
+    ops: tuple[Op, ...] = ()
+
+    @property
+    def pattern(self) -> str:
+        """The tornado pattern: each ``{name}`` matches one path segment."""
+        return re.sub(r"\{[^}]+\}", "([^/]+)", self.path)
+
+    @property
+    def public(self) -> bool:
+        return self.area == PUBLIC
+
+
+class OpenApiDocHandler(CozeHandler):
+    """``openapi.json``: the document of the route table (public)."""
+
+    _document: dict[str, Any] | None = None
+
+    def get(self) -> None:
+        if OpenApiDocHandler._document is None:
+            OpenApiDocHandler._document = document([*ROUTES, LIVENESS, SERVICE_ROOT])
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(OpenApiDocHandler._document)
+
+
+ROUTES: tuple[Route, ...] = (
+    # ---- coze ------------------------------------------------------------
+    Route(
+        "/v1/files/upload",
+        FileUploadHandler,
+        COZE,
+        scope="files",
+        ops=(
+            Op(
+                "post",
+                "Upload a file (multipart field `file`)",
+                "files",
+                data=s.FILE,
+                multipart=True,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/files/retrieve",
+        FileRetrieveHandler,
+        COZE,
+        scope="files",
+        ops=(
+            Op(
+                "get",
+                "Describe an uploaded file",
+                "files",
+                data=s.FILE,
+                query=(("file_id", "string", True),),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workspaces",
+        WorkspacesHandler,
+        COZE,
+        ops=(
+            Op(
+                "get",
+                "The caller's workspaces (space_id)",
+                "workspaces",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "workspaces": {"type": "array", "items": s.WORKSPACE},
+                        "total_count": {"type": "integer"},
+                    },
+                },
+                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/users/me",
+        UserMeHandler,
+        COZE,
+        ops=(
+            Op(
+                "get",
+                "The token's owner (Coze's User)",
+                "users",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "user_id": s.ID,
+                        "user_name": {"type": "string"},
+                        "nick_name": {"type": "string"},
+                        "avatar_url": {"type": "string"},
+                    },
+                    "required": ["user_id", "user_name", "nick_name", "avatar_url"],
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflow/run",
+        WorkflowRunHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "post",
+                "Run the published workflow; waits for the outputs unless is_async",
+                "workflow",
+                data={"type": "string", "description": "the end node's outputs as JSON text"},
+                body=s.RUN_BODY,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflow/stream_run",
+        WorkflowStreamRunHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "post",
+                "Run and stream events (SSE: Message, Interrupt, Error, Done)",
+                "workflow",
+                body=s.RUN_BODY,
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflow/stream_resume",
+        WorkflowStreamResumeHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "post",
+                "Answer an interrupt and stream on",
+                "workflow",
+                body={
+                    "type": "object",
+                    "required": ["workflow_id", "event_id"],
+                    "properties": {
+                        "workflow_id": s.ID,
+                        "event_id": s.ID,
+                        "resume_data": {},
+                        "interrupt_type": {"type": "integer"},
+                    },
+                },
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}/run_histories/{execute_id}",
+        RunHistoryHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A run's status, outputs and node states",
+                "workflow",
+                data={"type": "array", "items": s.OBJ},
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}/run_histories/{execute_id}/execute_nodes/{node_execute_uuid}",
+        ExecuteNodeHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "One node's output in a run",
+                "workflow",
+                data={"type": "array", "items": s.OBJ},
+            ),
+        ),
+    ),
+    Route(
+        "/v1/bot/create",
+        BotCreateHandler,
+        COZE,
+        scope="bots",
+        ops=(Op("post", "Create a bot (draft)", "bots", data=s.BOT, body=s.BOT_BODY),),
+    ),
+    Route(
+        "/v1/bot/update",
+        BotUpdateHandler,
+        COZE,
+        scope="bots",
+        ops=(Op("post", "Update a bot's draft", "bots", body=s.BOT_BODY),),
+    ),
+    Route(
+        "/v1/bot/publish",
+        BotPublishHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "post",
+                "Publish the draft as a new version to connectors",
+                "bots",
+                data=s.BOT,
+                body={
+                    "type": "object",
+                    "properties": {"bot_id": s.ID, "connector_ids": {"type": "array"}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/bot/get_online_info",
+        BotOnlineInfoHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "The newest published configuration",
+                "bots",
+                data=s.BOT,
+                query=(("bot_id", "string", True),),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/bots",
+        BotsHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "A page of your bots",
+                "bots",
+                query=(
+                    ("workspace_id", "string", False),
+                    ("publish_status", "string", False),
+                    ("connector_id", "string", False),
+                    ("page_num", "integer", False),
+                    ("page_size", "integer", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/bots/{bot_id}",
+        BotItemHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "A bot: published (default) or draft",
+                "bots",
+                data=s.BOT,
+                query=(("is_published", "boolean", False),),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/bots/{bot_id}/unpublish",
+        BotUnpublishHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "post",
+                "Stop serving a bot on a connector",
+                "bots",
+                body={"type": "object", "properties": {"connector_id": s.STR}},
+            ),
+        ),
+    ),
+    Route(
+        "/v1/space/published_bots_list",
+        PublishedBotsListHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "Bots published to the API connector",
+                "bots",
+                query=(
+                    ("space_id", "string", True),
+                    ("page_index", "integer", False),
+                    ("page_size", "integer", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversation/create",
+        ConversationCreateHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Create a conversation",
+                "conversations",
+                data=s.CONVERSATION,
+                body={
+                    "type": "object",
+                    "properties": {
+                        "bot_id": s.OPTIONAL_ID,
+                        "messages": {"type": "array", "items": s.MESSAGE_IN},
+                    },
+                },
+                body_required=False,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversation/retrieve",
+        ConversationRetrieveHandler,
+        COZE,
+        scope="chat",
+        ops=(Op("get", "A conversation", "conversations", data=s.CONVERSATION, query=s.CONV_Q),),
+    ),
+    Route(
+        "/v1/conversations",
+        ConversationsHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "get",
+                "Your conversations with a bot",
+                "conversations",
+                query=(
+                    ("bot_id", "string", True),
+                    ("page_num", "integer", False),
+                    ("page_size", "integer", False),
+                    ("sort_order", "string", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversations/{conversation_id}",
+        ConversationHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "put",
+                "Rename a conversation",
+                "conversations",
+                data=s.CONVERSATION,
+                body={"type": "object", "properties": {"name": s.STR}},
+            ),
+            Op("delete", "Delete a conversation", "conversations"),
+        ),
+    ),
+    Route(
+        "/v1/conversations/{conversation_id}/clear",
+        ConversationClearHandler,
+        COZE,
+        scope="chat",
+        ops=(Op("post", "Clear the context: start a new section", "conversations"),),
+    ),
+    Route(
+        "/v1/conversation/message/create",
+        MessageCreateHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Add a message",
+                "messages",
+                data=s.MESSAGE,
+                query=s.CONV_Q,
+                body=s.MESSAGE_IN,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversation/message/list",
+        MessageListHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Messages, cursor pages both ways (first_id, last_id, has_more)",
+                "messages",
+                data=s.LIST,
+                query=s.CONV_Q,
+                body={
+                    "type": "object",
+                    "properties": {
+                        "order": {"enum": ["asc", "desc"]},
+                        "chat_id": s.STR,
+                        "before_id": s.STR,
+                        "after_id": s.STR,
+                        "limit": {"type": "integer"},
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversation/message/retrieve",
+        MessageRetrieveHandler,
+        COZE,
+        scope="chat",
+        ops=(Op("get", "A message", "messages", data=s.MESSAGE, query=s.MSG_Q),),
+    ),
+    Route(
+        "/v1/conversation/message/modify",
+        MessageModifyHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Edit a message",
+                "messages",
+                data=s.MESSAGE,
+                query=s.MSG_Q,
+                body=s.MESSAGE_IN,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/conversation/message/delete",
+        MessageDeleteHandler,
+        COZE,
+        scope="chat",
+        ops=(Op("post", "Delete a message", "messages", data=s.MESSAGE, query=s.MSG_Q),),
+    ),
+    Route(
+        "/v3/chat",
+        ChatHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Chat with a bot (stream: SSE with Coze's chat events)",
+                "chat",
+                data=s.CHAT,
+                query=(("conversation_id", "string", False),),
+                body=s.CHAT_BODY,
+            ),
+        ),
+    ),
+    Route(
+        "/v3/chat/retrieve",
+        ChatRetrieveHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op("get", "A chat's status and usage", "chat", data=s.CHAT, query=s.CHAT_Q),
+            Op(
+                "post",
+                "A chat's status and usage (cozepy's method)",
+                "chat",
+                data=s.CHAT,
+                query=s.CHAT_Q,
+            ),
+        ),
+    ),
+    Route(
+        "/v3/chat/message/list",
+        ChatMessagesHandler,
+        COZE,
+        scope="chat",
+        ops=(Op("get", "What a chat wrote", "chat", data=s.LIST, query=s.CHAT_Q),),
+    ),
+    Route(
+        "/v3/chat/cancel",
+        ChatCancelHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Stop a running chat",
+                "chat",
+                data=s.CHAT,
+                body={"type": "object", "properties": {"conversation_id": s.ID, "chat_id": s.ID}},
+            ),
+        ),
+    ),
+    Route(
+        "/v3/chat/submit_tool_outputs",
+        ChatSubmitToolOutputsHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Continue a requires_action chat",
+                "chat",
+                data=s.CHAT,
+                query=s.CHAT_Q,
+                body={
+                    "type": "object",
+                    "properties": {
+                        "tool_outputs": {"type": "array"},
+                        "stream": {"type": "boolean"},
+                    },
+                },
+            ),
+        ),
+    ),
+    # ---- studio ------------------------------------------------------------
+    Route(
+        "/coze_lab/api/health",
+        HealthHandler,
+        STUDIO,
+        ops=(Op("get", "Version, user, database and sandbox health", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/me",
+        MeHandler,
+        STUDIO,
+        ops=(Op("get", "The current user", "studio", data=s.USER),),
+    ),
+    Route(
+        "/coze_lab/api/admin/usage",
+        UsageHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Runs, chats and model tokens per user (hub admins only; counts, no content)",
+                "studio",
+                query=(("since", "integer", False),),
+                data={
+                    "type": "object",
+                    "properties": {
+                        "users": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "user_id": s.ID,
+                                    "name": {"type": "string"},
+                                    "runs": {"type": "integer"},
+                                    "chats": {"type": "integer"},
+                                    "chat_tokens": {"type": "integer"},
+                                    "run_tokens": {"type": "integer"},
+                                    "tokens": {"type": "integer"},
+                                },
+                            },
+                        }
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tokens",
+        TokensHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "List personal access tokens",
+                "studio",
+                data={
+                    "type": "object",
+                    "properties": {"tokens": {"type": "array", "items": s.TOKEN}},
+                },
+            ),
+            Op(
+                "post",
+                "Create a personal access token",
+                "studio",
+                data=s.TOKEN,
+                body={
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 100},
+                        "expires_in_days": {
+                            "type": ["integer", "null"],
+                            "minimum": 1,
+                            "maximum": 3650,
+                        },
+                        "scopes": {
+                            "type": "array",
+                            "items": {"enum": ["chat", "workflow", "files", "bots"]},
+                        },
+                        "connector_id": {"enum": ["1024", "999", None]},
+                    },
+                },
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tokens/{token_id}",
+        TokenHandler,
+        STUDIO,
+        ops=(Op("delete", "Revoke a personal access token", "studio", data=s.TOKEN),),
+    ),
+    Route(
+        "/coze_lab/api/workflows",
+        WorkflowsHandler,
+        STUDIO,
+        ops=(
+            Op("get", "Your workflows", "studio"),
+            Op(
+                "post",
+                "Save a definition as the draft (upsert by name); publish=true also publishes",
+                "studio",
+                body=s.OBJ,
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/workflows/{workflow_id}",
+        WorkflowItemHandler,
+        STUDIO,
+        ops=(
+            Op("get", "A workflow and its draft", "studio"),
+            Op("delete", "Delete a workflow", "studio"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/workflows/{workflow_id}/publish",
+        WorkflowPublishHandler,
+        STUDIO,
+        ops=(Op("post", "Publish the draft as the next version", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/workflows/{workflow_id}/runs",
+        WorkflowDraftRunHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Run the draft",
+                "studio",
+                body={"type": "object", "properties": {"parameters": s.OBJ}},
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/runs",
+        RunsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Your runs, newest first",
+                "studio",
+                query=(("workflow_id", "string", False), ("limit", "integer", False)),
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/runs/{run_id}",
+        RunHandler,
+        STUDIO,
+        ops=(Op("get", "A run's trace: every node's record", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/runs/{run_id}/cancel",
+        RunCancelHandler,
+        STUDIO,
+        ops=(Op("post", "Stop a run", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/runs/{run_id}/events",
+        RunEventsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Every event of a run (SSE; Last-Event-ID replays)",
+                "studio",
+                query=(("after", "integer", False),),
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/interrupts",
+        InterruptsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Pending questions across your runs",
+                "studio",
+                query=(("run_id", "string", False),),
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/interrupts/{event_id}/resume",
+        InterruptResumeHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Answer a question",
+                "studio",
+                body={"type": "object", "required": ["data"], "properties": {"data": {}}},
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots",
+        StudioBotsHandler,
+        STUDIO,
+        ops=(
+            Op("get", "Your bots (drafts)", "studio"),
+            Op("post", "Create a bot", "studio", data=s.BOT, body=s.BOT_BODY, status=201),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots/{bot_id}",
+        StudioBotHandler,
+        STUDIO,
+        ops=(
+            Op("get", "A bot's draft", "studio", data=s.BOT),
+            Op("put", "Edit a bot's draft", "studio", data=s.BOT, body=s.BOT_BODY),
+            Op("delete", "Delete a bot", "studio"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots/{bot_id}/publish",
+        StudioBotPublishHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Publish a bot",
+                "studio",
+                data=s.BOT,
+                body={"type": "object", "properties": {"connector_ids": {"type": "array"}}},
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots/{bot_id}/chat",
+        StudioBotChatHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Chat with the draft on the Playground (SSE, Coze's chat events)",
+                "studio",
+                body={
+                    "type": "object",
+                    "properties": {
+                        "message": s.STR,
+                        "conversation_id": s.ID,
+                        "custom_variables": s.OBJ,
+                        "stream": {"type": "boolean"},
+                    },
+                },
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots/{bot_id}/conversations",
+        StudioBotConversationsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get", "A bot's conversations", "studio", query=(("connector_id", "string", False),)
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/conversations/{conversation_id}/messages",
+        StudioConversationMessagesHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A Playground conversation's messages, oldest first",
+                "studio",
+                query=(("after_id", "string", False), ("limit", "integer", False)),
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/conversations/{conversation_id}/clear",
+        StudioConversationClearHandler,
+        STUDIO,
+        ops=(Op("post", "Clear a Playground conversation's context", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/chats/{chat_id}/cancel",
+        StudioChatCancelHandler,
+        STUDIO,
+        ops=(Op("post", "Stop a Playground chat", "studio", data=s.CHAT),),
+    ),
+    Route(
+        "/coze_lab/api/tables",
+        TablesHandler,
+        STUDIO,
+        ops=(
+            Op("get", "Your user tables", "studio"),
+            Op(
+                "post",
+                "Create a user table (real SQL)",
+                "studio",
+                body={
+                    "type": "object",
+                    "required": ["name", "fields"],
+                    "properties": {
+                        "name": s.STR,
+                        "description": s.STR,
+                        "bot_id": s.ID,
+                        "fields": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "name": s.STR,
+                                    "type": {
+                                        "enum": ["text", "number", "float", "boolean", "date"]
+                                    },
+                                    "description": s.STR,
+                                    "required": {"type": "boolean"},
+                                },
+                            },
+                        },
+                    },
+                },
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}",
+        TableHandler,
+        STUDIO,
+        ops=(
+            Op("get", "A user table", "studio"),
+            Op("delete", "Delete a table and its rows", "studio"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/fields",
+        TableFieldsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Add fields to the draft",
+                "studio",
+                body={
+                    "type": "object",
+                    "properties": {
+                        "fields": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "name": s.STR,
+                                    "type": {
+                                        "enum": ["text", "number", "float", "boolean", "date"]
+                                    },
+                                    "description": s.STR,
+                                    "required": {"type": "boolean"},
+                                },
+                            },
+                        }
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/publish",
+        TablePublishHandler,
+        STUDIO,
+        ops=(Op("post", "Give the online table the draft's fields", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/rows",
+        TableRowsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Your rows",
+                "studio",
+                query=(("scene", "string", False), ("limit", "integer", False)),
+            ),
+            Op(
+                "post",
+                "Add a row",
+                "studio",
+                body={"type": "object", "properties": {"values": s.OBJ, "scene": s.STR}},
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins",
+        PluginsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Your plugins",
+                "plugins",
+                data={
+                    "type": "object",
+                    "properties": {"plugins": {"type": "array", "items": s.PLUGIN}},
+                },
+            ),
+            Op(
+                "post",
+                "Import a plugin from an OpenAPI 3.0/3.1 document and a manifest",
+                "plugins",
+                data=s.PLUGIN,
+                body=s.PLUGIN_SOURCE,
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}",
+        PluginItemHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A plugin: draft, or the online version with scene=online",
+                "plugins",
+                data=s.PLUGIN,
+                query=(("scene", "string", False),),
+            ),
+            Op(
+                "put",
+                "Replace the draft's document and/or manifest",
+                "plugins",
+                data=s.PLUGIN,
+                body=s.PLUGIN_SOURCE,
+            ),
+            Op("delete", "Delete a plugin", "plugins"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}/publish",
+        PluginPublishHandler,
+        STUDIO,
+        ops=(Op("post", "Copy the draft to the next online version (atomically)", "plugins"),),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}/credentials",
+        PluginCredentialsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "put",
+                "Store your credentials (encrypted; never returned)",
+                "plugins",
+                body={
+                    "type": "object",
+                    "required": ["credentials"],
+                    "properties": {"credentials": s.OBJ},
+                },
+            ),
+            Op("delete", "Forget your credentials and OAuth authorization", "plugins"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}/oauth/authorize",
+        PluginAuthorizeHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "A fresh OAuth authorization URL (state + PKCE)",
+                "plugins",
+                body={"type": "object", "properties": {"scene": {"enum": ["draft", "online"]}}},
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}/calls",
+        PluginCallsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Recorded tool calls, newest first (no secrets)",
+                "plugins",
+                query=(("limit", "integer", False),),
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/plugins/{plugin_id}/tools/{tool_id}/debug",
+        PluginToolDebugHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Call a tool from the studio",
+                "plugins",
+                data=s.TOOL_RESULT,
+                body={
+                    "type": "object",
+                    "properties": {"arguments": s.OBJ, "scene": {"enum": ["draft", "online"]}},
+                },
+            ),
+        ),
+    ),
+    # ---- public ------------------------------------------------------------
+    Route(
+        "/coze_lab/openapi.json",
+        OpenApiDocHandler,
+        PUBLIC,
+        ops=(Op("get", "This document", "meta", raw=True),),
+    ),
+    Route(
+        "/coze_lab/api/plugins/oauth/callback",
+        OAuthCallbackHandler,
+        PUBLIC,
+        ops=(
+            Op(
+                "get",
+                "Where OAuth providers send users back (checks the state)",
+                "plugins",
+                query=(
+                    ("state", "string", True),
+                    ("code", "string", False),
+                    ("error", "string", False),
+                ),
+                data={"type": "string"},
+                raw=True,
+                content="text/html",
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/sdk/{asset}",
+        SdkAssetHandler,
+        PUBLIC,
+        ops=(
+            Op(
+                "get",
+                "Web SDK: the chat page (`chat?bot_id=...#token=pat_...`) and `embed.js`",
+                "meta",
+                data={"type": "string"},
+                raw=True,
+                content="text/*",
+            ),
+        ),
+    ),
+)
+
+#: (pattern, handler) of each area, before binding
+COZE_ROUTES = [(r.pattern, r.handler) for r in ROUTES if r.area == COZE]
+STUDIO_ROUTES = [(r.pattern, r.handler) for r in ROUTES if r.area == STUDIO]
+
+#: the liveness probe of ``coze-lab serve`` (load balancers, JupyterHub)
+LIVENESS = Route(
+    "/healthz",
+    LivenessHandler,
+    PUBLIC,
+    ops=(Op("get", "Liveness: the database answers", "meta", raw=True),),
+)
+#: the root of ``coze-lab serve`` (a hub's Services menu links here)
+SERVICE_ROOT = Route(
+    "/",
+    ServiceRootHandler,
+    STUDIO,
+    ops=(Op("get", "Who you are and where the API lives (coze-lab serve)", "meta"),),
+)
+TornadoRoute = tuple[str, type[web.RequestHandler]]
+
+
+def bind(route: Route | type[CozeHandler], base: type[CozeHandler]) -> type:
+    """A route's handler on top of a deployment's ``base`` class, with the route's scope;
+    public routes skip Jupyter's authentication."""
+    handler = route.handler if isinstance(route, Route) else route
     namespace: dict[str, Any] = {"__module__": handler.__module__}
-    if public:
+    if isinstance(route, Route):
+        namespace["SCOPE"] = route.scope
+    unauthenticated = not isinstance(route, Route) or route.public or route.area == COZE
+    if unauthenticated and _in_jupyter(base):
         from jupyter_server.auth.decorator import allow_unauthenticated
 
-        for name in _HTTP_METHODS:
-            method = getattr(handler, name, None)
-            if method is not None and name in _own_methods(handler):
-                namespace[name] = allow_unauthenticated(method)
+        for name in own_methods(handler):
+            namespace[name] = allow_unauthenticated(getattr(handler, name))
     return type(handler.__name__, (handler, base), namespace)
 
 
-def _own_methods(handler: type) -> set[str]:
-    names: set[str] = set()
-    for klass in handler.__mro__:
-        if klass in (CozeHandler, web.RequestHandler, object):
-            break
-        names.update(n for n in _HTTP_METHODS if n in klass.__dict__)
-    return names
+def _in_jupyter(base: type) -> bool:
+    return any(k.__module__.startswith("jupyter_server") for k in base.__mro__)
 
 
-def jupyter_routes() -> list[Route]:
-    """Routes inside jupyter_server (relative to its base_url): everything under coze_lab/."""
-    from coze_lab.web.jupyter import JupyterOpenApiBase, JupyterStudioBase
+def jupyter_routes() -> list[TornadoRoute]:
+    """Routes inside jupyter_server (relative to its base_url): everything under coze_lab/.
+    The Coze API uses tokens (not Jupyter's login); the studio API uses Jupyter's identity."""
+    from coze_lab.web.jupyter import JupyterCozeApiBase, JupyterStudioBase
 
-    routes: list[Route] = [
-        (r"/coze_lab" + path, bind(h, JupyterOpenApiBase, public=True)) for path, h in OPENAPI
-    ]
-    routes += [(path, bind(h, JupyterStudioBase)) for path, h in STUDIO]
-    routes += [(path, bind(h, JupyterOpenApiBase, public=True)) for path, h in PUBLIC]
-    routes.append((r"/coze_lab/.*", bind(NotFoundHandler, JupyterOpenApiBase, public=True)))
+    routes: list[TornadoRoute] = []
+    for route in ROUTES:
+        if route.area == STUDIO:
+            routes.append((route.pattern, bind(route, JupyterStudioBase)))
+        elif route.area == COZE:
+            routes.append((r"/coze_lab" + route.pattern, bind(route, JupyterCozeApiBase)))
+        else:
+            routes.append((route.pattern, bind(route, JupyterCozeApiBase)))
+    routes.append((r"/coze_lab/.*", bind(NotFoundHandler, JupyterCozeApiBase)))
     return routes
 
 
-def standalone_routes() -> list[Route]:
-    """Routes of ``coze-lab serve``: the OpenAPI at the root and under /coze_lab too."""
+def standalone_routes() -> list[TornadoRoute]:
+    """Routes of ``coze-lab serve``: the Coze API at the root and under /coze_lab too."""
     from coze_lab.web.standalone import StandaloneBase
 
-    routes: list[Route] = []
-    for path, handler in OPENAPI:
-        bound = bind(handler, StandaloneBase)
-        routes += [(path, bound), (r"/coze_lab" + path, bound)]
-    routes += [(path, bind(h, StandaloneBase)) for path, h in STUDIO + PUBLIC]
-    routes += [
-        (r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)),
-        (r"/healthz", bind(LivenessHandler, StandaloneBase)),
-    ]
+    routes: list[TornadoRoute] = []
+    for route in ROUTES:
+        bound = bind(route, StandaloneBase)
+        if route.area == COZE:
+            routes.append((route.pattern, bound))
+            routes.append((r"/coze_lab" + route.pattern, bound))
+        else:
+            routes.append((route.pattern, bound))
+    routes.append((r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)))
+    routes.append((LIVENESS.pattern, bind(LIVENESS, StandaloneBase)))
+    routes.append((SERVICE_ROOT.pattern, bind(SERVICE_ROOT, StandaloneBase)))
     return routes
 
 

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from coze_lab.core.bots import BotInfo
-from coze_lab.core.chat import ChatInfo
+from coze_lab.core.chat import ChatEvent, ChatInfo
 from coze_lab.core.clock import to_unix
 from coze_lab.core.conversations import ConversationInfo, MessageInfo
+from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo, WorkspaceInfo
 from coze_lab.core.memory import TableInfo
-from coze_lab.core.pat import TokenInfo
-from coze_lab.core.workflows.runs import InterruptInfo, NodeRecord, RunInfo
+from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.core.tokens import TokenInfo
+from coze_lab.core.usage import UserUsage
+from coze_lab.core.workflows import events as wf_events
+from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
 from coze_lab.core.workflows.service import WorkflowInfo
 
 _HISTORY_STATUS = {
@@ -44,6 +50,16 @@ def workspace(info: WorkspaceInfo) -> dict[str, Any]:
         "role_type": "owner",
         "workspace_type": info.workspace_type,
         "enterprise_id": "",
+    }
+
+
+def coze_user(info: UserInfo) -> dict[str, Any]:
+    """Coze's User (``/v1/users/me``): no nick names or avatars here, so the name twice."""
+    return {
+        "user_id": str(info.id),
+        "user_name": info.name,
+        "nick_name": info.name,
+        "avatar_url": "",
     }
 
 
@@ -309,4 +325,163 @@ def table(info: TableInfo) -> dict[str, Any]:
         if info.online_fields is None
         else [f.to_dict() for f in info.online_fields],
         "published": info.online_fields is not None,
+    }
+
+
+# ---- the Coze workflow API ---------------------------------------------------------------
+#: Coze's numeric interrupt types (what cozepy echoes back as interrupt_type)
+INTERRUPT_TYPES = {"question": 2, "input": 5, "authorization": 7}
+
+
+def coze_workflow_events(
+    event: str, data: dict[str, Any], seq: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """Our run event as Coze workflow SSE events (none: not part of the Coze stream).
+
+    A question reaches Coze clients as a ``Message`` with its text (and numbered choices),
+    followed by the ``Interrupt`` that names the ``event_id`` to answer.
+    """
+    if event == wf_events.MESSAGE:
+        return [
+            ("Message", _message(data["content"], data["node_title"], seq, data["node_is_finish"]))
+        ]
+    if event == wf_events.INTERRUPT:
+        return [
+            ("Message", _message(_question_text(data["data"]), data["node_title"], seq, True)),
+            (
+                "Interrupt",
+                {
+                    "interrupt_data": {
+                        "event_id": data["event_id"],
+                        "type": INTERRUPT_TYPES.get(data["type"], 0),
+                        "data": json.dumps(data["data"], ensure_ascii=False),
+                    },
+                    "node_title": data["node_title"],
+                },
+            ),
+        ]
+    if event == wf_events.FAILED:
+        return [
+            (
+                "Error",
+                {
+                    "error_code": data["error"].get("code", 5100),
+                    "error_message": data["error"].get("msg", ""),
+                },
+            )
+        ]
+    if event == wf_events.CANCELED:
+        return [("Error", {"error_code": RUN_CANCELED, "error_message": "the run was canceled"})]
+    if event == wf_events.DONE:
+        usage = data.get("usage") or {}
+        return [("Done", {"debug_url": "", "usage": chat_usage(usage)})]
+    return []
+
+
+def _message(content: str, title: str, seq: int, finished: bool) -> dict[str, Any]:
+    return {
+        "content": content,
+        "node_title": title,
+        "node_seq_id": str(seq),
+        "node_is_finish": finished,
+        "ext": None,
+        "usage": None,
+    }
+
+
+def _question_text(data: dict[str, Any]) -> str:
+    if "question" in data:
+        choices = data.get("choices") or []
+        lines = [data["question"], *(f"{i}. {c}" for i, c in enumerate(choices, 1))]
+        return "\n".join(lines)
+    return json.dumps(data, ensure_ascii=False)  # an input form: its schema
+
+
+def node_output(record: NodeRecord) -> dict[str, Any]:
+    """One node's output in a run (``/v1/workflows/.../execute_nodes/{id}``)."""
+    return {
+        "is_finish": record.status in ("succeeded", "skipped"),
+        "node_output": json.dumps(record.outputs or {}, ensure_ascii=False),
+    }
+
+
+def chat_event(event: ChatEvent) -> dict[str, Any] | str:
+    """A chat stream event's ``data``: its chat, its message, or ``"[DONE]"``."""
+    if event.chat is not None:
+        return chat(event.chat)
+    if event.message is not None:
+        return message(event.message)
+    return '"[DONE]"'
+
+
+def space_bot(info: BotInfo) -> dict[str, Any]:
+    """An item of ``/v1/space/published_bots_list``."""
+    return {
+        "bot_id": str(info.id),
+        "bot_name": info.name,
+        "description": info.description,
+        "icon_url": info.icon_url,
+        "publish_time": str(to_unix(info.published_at) or ""),
+    }
+
+
+# ---- plugins ---------------------------------------------------------------------------
+def plugin(info: PluginInfo, *, full: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "manifest": info.manifest,
+        "server_url": info.server_url,
+        "online_version": info.online_version,
+        "auth": info.auth,
+        "tools": [
+            {
+                "id": str(t.id),
+                "name": t.name,
+                "description": t.description,
+                "method": t.method,
+                "path": t.path,
+                "parameters": t.parameters,
+            }
+            for t in info.tools
+        ],
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+    }
+    if full:
+        out.update(openapi=info.openapi, version=info.version, warnings=info.warnings)
+    return out
+
+
+def tool_result(result: ToolResult) -> dict[str, Any]:
+    out = asdict(result)
+    out["call_id"] = None if result.call_id is None else str(result.call_id)
+    return out
+
+
+def call(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **row,
+        "id": str(row["id"]),
+        "tool_id": str(row["tool_id"]),
+        "created_at": to_unix(row["created_at"]),
+    }
+
+
+def usage(report: Iterable[UserUsage]) -> dict[str, Any]:
+    """Every user's runs, chats and model tokens (``coze_lab/api/admin/usage``)."""
+    return {
+        "users": [
+            {
+                "user_id": str(u.user_id),
+                "name": u.name,
+                "runs": u.runs,
+                "chats": u.chats,
+                "chat_tokens": u.chat_tokens,
+                "run_tokens": u.run_tokens,
+                "tokens": u.tokens,
+            }
+            for u in report
+        ]
     }

@@ -41,6 +41,27 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
+/**
+ * A textarea for free text that grows with what is typed (up to `maxRows`), so long
+ * answers and inputs stay readable in a narrow sidebar.
+ */
+export function growingTextarea(
+  attrs: Record<string, unknown> = {},
+  maxRows = 12
+): HTMLTextAreaElement {
+  const area = h('textarea', { rows: '2', ...attrs });
+  area.classList.add('jp-CozeLab-grow');
+  const fit = (): void => {
+    area.style.height = 'auto';
+    const line = parseFloat(getComputedStyle(area).lineHeight) || 18;
+    area.style.height = `${Math.min(area.scrollHeight + 2, line * maxRows)}px`;
+  };
+  area.addEventListener('input', fit);
+  // once it is in the page (defaults filled in before that are measured then)
+  requestAnimationFrame(fit);
+  return area;
+}
+
 /** The text of an error for the error box: `[code] msg`. */
 export function errorText(error: unknown): string {
   if (error instanceof CozeApiError) {

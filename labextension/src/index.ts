@@ -4,13 +4,16 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import { ILauncher } from '@jupyterlab/launcher';
 
 import { BotsPanel } from './panels/bots';
 import { TokensPanel } from './panels/pats';
 import { RunsPanel } from './panels/runs';
 import { StatusPanel } from './panels/status';
+import { cozeIcon, cozeLogoIcon } from './icons';
 import { CozeLabSidebar } from './sidebar';
 import { ICozeLabSidebar } from './tokens';
+import { welcomeNotebook } from './welcome';
 
 export { CozeApiError, requestAPI, apiUrl } from './api';
 export { ICozeLabPanel, ICozeLabSidebar } from './tokens';
@@ -19,6 +22,7 @@ export * from './types';
 namespace CommandIDs {
   export const open = 'coze-lab:open';
   export const refresh = 'coze-lab:refresh';
+  export const welcome = 'coze-lab:welcome';
 }
 
 /** The left sidebar; other Coze Lab plugins add their sections through `ICozeLabSidebar`. */
@@ -84,5 +88,47 @@ const studioPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [sidebarPlugin, statusPlugin, studioPlugin];
+/** The Launcher's "Coze Lab" tile: opens the welcome notebook (and the sidebar). */
+const launcherPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'coze-lab:launcher',
+  description: 'A Coze Lab tile in the Launcher that opens the welcome notebook.',
+  autoStart: true,
+  requires: [ICozeLabSidebar],
+  optional: [ILauncher, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    _sidebar: ICozeLabSidebar,
+    launcher: ILauncher | null,
+    palette: ICommandPalette | null
+  ): void => {
+    app.commands.addCommand(CommandIDs.welcome, {
+      label: args => (args['isLauncher'] ? 'Coze Lab' : 'Open the Coze Lab welcome notebook'),
+      caption: 'Open the Coze Lab welcome notebook',
+      icon: args => (args['isLauncher'] ? cozeLogoIcon : cozeIcon),
+      execute: async () => {
+        const path = await welcomeNotebook(app.serviceManager.contents);
+        await app.commands.execute('docmanager:open', { path });
+        await app.commands.execute(CommandIDs.open);
+      }
+    });
+    if (launcher) {
+      launcher.add({
+        command: CommandIDs.welcome,
+        args: { isLauncher: true },
+        category: 'Coze Lab',
+        rank: 0
+      });
+    }
+    if (palette) {
+      palette.addItem({ command: CommandIDs.welcome, category: 'Coze Lab' });
+    }
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<any>[] = [
+  sidebarPlugin,
+  statusPlugin,
+  studioPlugin,
+  launcherPlugin
+];
 export default plugins;

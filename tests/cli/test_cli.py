@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
-from tests.support import run_cli
+from tests.core.workflows.examples import REVIEW
+from tests.support import ServerProcess, run_cli
 
 
 @pytest.fixture
@@ -25,6 +27,17 @@ def test_db_upgrade_and_current(cli_args) -> None:
     assert run_cli(*cli_args, "db", "current").stdout.strip() == "none"
     upgraded = run_cli(*cli_args, "db", "upgrade")
     assert upgraded.returncode == 0 and upgraded.stdout.strip() == head_revision()
+    assert run_cli(*cli_args, "db", "current").stdout.strip() == head_revision()
+
+
+def test_global_options_work_after_the_sub_command_too(cli_args) -> None:
+    # `coze-lab db current --data-dir X --database-url U`, as people type it
+    after = run_cli("db", "current", *cli_args)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "none"  # the given database (a fresh one), not the default
+    run_cli(*cli_args, "db", "upgrade")
+    assert run_cli("db", "current", *cli_args).stdout.strip() == head_revision()
+    # before the sub-command as well, and nothing given after it overrides that
     assert run_cli(*cli_args, "db", "current").stdout.strip() == head_revision()
 
 
@@ -84,6 +97,51 @@ def test_bad_arguments_fail_clearly(cli_args, argv) -> None:
     assert result.returncode != 0
     assert result.stderr.strip()
     assert "Traceback" not in result.stderr
+
+
+def test_a_bare_command_prints_the_help() -> None:
+    result = run_cli()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: coze-lab") and "serve" in result.stdout
+
+
+def test_global_options_after_the_sub_command(tmp_path: Path, db_url: str) -> None:
+    data_dir = tmp_path / "after"
+    options = ["--data-dir", str(data_dir), "--database-url", db_url]
+    created = run_cli("pat", "create", "--user", "alice", "--name", "x", *options)
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip().splitlines()[-1]
+    # given before the sub-command, they are not reset by it
+    listed = run_cli(
+        "--data-dir", str(data_dir), "--database-url", db_url, "pat", "list", "--user", "alice"
+    )
+    assert "active" in listed.stdout, listed.stderr
+    server = ServerProcess(data_dir, db_url, options_after_command=True).start()
+    try:
+        me = httpx.get(
+            f"{server.url}/coze_lab/api/me", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert me.status_code == 200 and me.json()["data"]["name"] == "alice", me.text
+    finally:
+        server.stop()
+
+
+def test_lists_default_to_the_local_user(cli_args, tmp_path: Path, db_url: str) -> None:
+    runtime = runtime_for(tmp_path, db_url)
+    runtime.start()
+    carol, dave = (runtime.identity.ensure_user(name) for name in ("carol", "dave"))
+    runtime.tokens.create(carol.id, "carols")
+    runtime.tokens.create(dave.id, "daves")
+    runtime.workflows.save(carol.id, REVIEW.validate().to_dict())
+    runtime.db.dispose()
+    env = {"COZE_LAB_LOCAL_USER": "carol"}
+    listed = run_cli(*cli_args, "pat", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "carols" in listed.stdout and "daves" not in listed.stdout
+    workflows = run_cli(*cli_args, "workflow", "list", env=env)
+    assert workflows.returncode == 0, workflows.stderr
+    assert "review_no_model" in workflows.stdout
+    assert "review_no_model" not in run_cli(*cli_args, "workflow", "list", "--user", "dave").stdout
 
 
 def test_workflow_import_of_a_deeply_nested_file_is_a_clear_error(cli_args, tmp_path) -> None:

@@ -5,7 +5,7 @@ from sqlalchemy import func, select
 
 from coze_lab.core.errors import InvalidParameter, NotFound, PayloadTooLarge
 from coze_lab.core.files import FileStore, sniff_content_type, valid_file_name
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store.models import File
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64

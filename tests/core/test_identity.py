@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from coze_lab.core.errors import InvalidParameter, NotFound
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 
 
 def test_ensure_user_creates_once_with_a_personal_workspace(runtime: Runtime) -> None:

@@ -16,18 +16,32 @@ def test_plain_inserts_read_back_exactly_as_orm_writes(db_url: str) -> None:
     moment = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
     with db.transaction() as session:
         session.add(User(id=1, name="u", created_at=moment))
-        session.add(WorkflowRun(
-            id=2, owner_id=1, workflow_id=None, version=None, definition={}, status="running",
-            inputs={}, created_at=moment, updated_at=moment))
-    data = {"text": "naïve ☃ \"quoted\"", "nested": {"list": [1, 2.5, None, True]}}
-    rows = [{"id": new_id(), "run_id": 2, "seq": n, "event": "e", "data": data,
-             "created_at": moment} for n in (1, 2)]
+        session.add(
+            WorkflowRun(
+                id=2,
+                owner_id=1,
+                workflow_id=None,
+                version=None,
+                definition={},
+                status="running",
+                inputs={},
+                created_at=moment,
+                updated_at=moment,
+            )
+        )
+    data = {"text": 'naïve ☃ "quoted"', "nested": {"list": [1, 2.5, None, True]}}
+    rows = [
+        {"id": new_id(), "run_id": 2, "seq": n, "event": "e", "data": data, "created_at": moment}
+        for n in (1, 2)
+    ]
     with db.write() as connection:
         BulkInsert(RunEvent.__table__).run(connection, rows)
     with db.transaction() as session:
         stored = session.scalars(select(RunEvent).order_by(RunEvent.seq)).all()
         assert [(e.seq, e.data, e.created_at) for e in stored] == [
-            (1, data, moment), (2, data, moment)]
+            (1, data, moment),
+            (2, data, moment),
+        ]
     db.dispose()
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
 from tests.support import ServerProcess
 
@@ -129,7 +129,7 @@ def test_a_chunked_json_body_over_the_cap_is_refused_while_streaming(served) -> 
         sent = send_chunks_until_answered(sock, 20 * 1024 * 1024)
         response = read_response(sock)
         body = json.loads(response.read())
-    assert response.status == 413 and body["code"] == 4013
+    assert response.status == 413 and body["code"] == 4000
     assert f"exceeds {MAX_JSON} bytes" in body["msg"]
     assert response.getheader("Connection") == "close"
     # answered long before the 20 MB were sent (the rest of `sent` sits in socket buffers)
@@ -150,7 +150,7 @@ def test_a_content_length_over_the_cap_is_refused_before_the_body(served) -> Non
         )
         response = read_response(sock)  # no body byte was sent
         body = json.loads(response.read())
-    assert response.status == 413 and body["code"] == 4013
+    assert response.status == 413 and body["code"] == 4000
     assert response.getheader("Connection") == "close"
 
 
@@ -181,7 +181,7 @@ def test_an_over_size_chunked_upload_is_a_413_with_a_coze_body(served) -> None:
         sent = send_chunks_until_answered(sock, 20 * 1024 * 1024)
         response = read_response(sock)
         body = json.loads(response.read())
-    assert response.status == 413 and body["code"] == 4013
+    assert response.status == 413 and body["code"] == 4302  # Coze: file too large
     assert f"file exceeds the limit of {MAX_UPLOAD} bytes" in body["msg"]
     assert sent < 10 * 1024 * 1024
     assert not [p for p in (server.data_dir / "files").rglob("*") if p.is_file()]

@@ -26,7 +26,7 @@ from cozepy import (
 )
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.support import ServerProcess
 
@@ -137,6 +137,11 @@ def test_create_and_poll_runs_in_the_background(lab: Lab, model_server: ModelSer
     coze = lab.coze()
     created = coze.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("Go"))
     assert created.status == ChatStatus.IN_PROGRESS
+    # the scripted reply goes to whichever model request comes first: let it be this chat's
+    deadline = time.monotonic() + 10
+    while not model_server.requests:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     poll = coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("Hi"))
     assert poll.chat.status == ChatStatus.COMPLETED
     answers = [m for m in poll.messages if m.type == MessageType.ANSWER]
@@ -322,7 +327,7 @@ def test_requires_action_and_submit_tool_outputs(lab: Lab, model_server: ModelSe
             tool_outputs=[ToolOutput(tool_call_id="call_w", output="again")],
             stream=False,
         )
-    assert twice.value.code == 4300
+    assert twice.value.code == 4090
 
 
 def test_workflow_used_as_a_tool(lab: Lab, model_server: ModelServer) -> None:
@@ -361,7 +366,7 @@ def test_draft_on_playground_published_on_api(lab: Lab, model_server: ModelServe
     coze = lab.coze()
     with pytest.raises(CozeAPIError) as unpublished:
         coze.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
-    assert unpublished.value.code == 4200 and "publish" in unpublished.value.msg
+    assert unpublished.value.code == 4015 and "publish" in unpublished.value.msg
     publish(lab, bot_id)
     coze.bots.update(bot_id=bot_id, prompt_info=BotPromptInfo(prompt="v2 draft prompt"))
     coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
@@ -472,7 +477,7 @@ def test_no_model_configured_fails_the_chat_clearly(
         coze.bots.publish(bot_id=bot.bot_id)
         with pytest.raises(CozeAPIError) as refused:
             coze.chat.create(bot_id=bot.bot_id, user_id="u", additional_messages=ask("x"))
-        assert refused.value.code == 4050 and "no model is configured" in refused.value.msg
+        assert refused.value.code == 4012 and "no model is configured" in refused.value.msg
         assert "OPENAI_API_KEY" in refused.value.msg
         # refused before anything was written
         assert list(coze.conversations.list(bot_id=bot.bot_id)) == []
@@ -623,6 +628,38 @@ def test_a_broken_model_registry_stops_the_server_with_the_reason(tmp_path: Path
     assert "error 4051" in str(stopped.value) and "models[0].base_url" in str(stopped.value)
 
 
+def test_history_in_additional_messages_is_context_not_the_bots_answer(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    model_server.script([TextReply("Your name is Ann.")])
+    history = [
+        Message.build_user_question_text("My name is Ann."),
+        Message.build_assistant_answer("Hello Ann!"),
+        Message.build_user_question_text("What is my name?"),
+    ]
+    coze = lab.coze()
+    poll = coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=history)
+    # /v3/chat/message/list: what the chat wrote, as on Coze ("everything but the query")
+    assert [(m.type, m.content) for m in poll.messages] == [
+        (MessageType.ANSWER, "Your name is Ann.")
+    ]
+    # the model saw the supplied history as context
+    sent = model_server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["My name is Ann.", "Hello Ann!", "What is my name?"]
+    # the conversation keeps all of it, in order, all of it in the chat
+    conversation_id = poll.chat.conversation_id
+    listed = list(coze.conversations.messages.list(conversation_id=conversation_id, order="asc"))
+    assert [(m.role, m.content) for m in listed] == [
+        ("user", "My name is Ann."),
+        ("assistant", "Hello Ann!"),
+        ("user", "What is my name?"),
+        ("assistant", "Your name is Ann."),
+    ]
+    assert {m.chat_id for m in listed} == {poll.chat.id}
+
+
 def test_a_web_sdk_token_cannot_open_a_conversation_for_an_api_only_bot(lab: Lab) -> None:
     bot_id = make_bot(lab)
     lab.coze().bots.publish(bot_id=bot_id, connector_ids=["1024"])
@@ -631,7 +668,7 @@ def test_a_web_sdk_token_cannot_open_a_conversation_for_an_api_only_bot(lab: Lab
         web.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
     with pytest.raises(CozeAPIError) as conversation:
         web.conversations.create(bot_id=bot_id)
-    assert conversation.value.code == chat.value.code == 4200
+    assert conversation.value.code == chat.value.code == 4015  # Coze's code
     assert conversation.value.msg == chat.value.msg
     assert "not published to the Web SDK connector (999)" in conversation.value.msg
     assert web.conversations.create().id  # no bot named: nothing to refuse

@@ -13,7 +13,7 @@ from cozepy import ChatEventType, ChatStatus, Coze, Message, TokenAuth
 from cozepy.bots import BotModelInfo, BotPromptInfo
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, TextReply
 from tests.support import ServerProcess
 

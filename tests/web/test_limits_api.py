@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
 from tests.support import ServerProcess
 

@@ -19,7 +19,7 @@ from cozepy import (
 from cozepy.bots import PluginIDList
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.core.plugins.servers import PETS_YAML, PluginTestServer
 from tests.support import ServerProcess

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.core.plugins.servers import ME_JSON, PETS_YAML, PluginTestServer, oauth_manifest
 from tests.support import ServerProcess
 

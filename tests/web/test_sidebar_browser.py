@@ -255,8 +255,45 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
     expect(status).to_have_attribute("data-state", "ok")
     expect(page.get_by_test_id("coze-lab-user-name")).to_have_text(lab.local_user)
 
+    # Room to work: the sidebar opens wider than JupyterLab's default (~270 px), and its
+    # Status section shows every row, the sandbox's too, without scrolling.
+    sidebar = page.get_by_test_id("coze-lab-sidebar").bounding_box()
+    assert sidebar and sidebar["width"] >= 355, sidebar
+    section = status.bounding_box()
+    for row in ("coze-lab-version", "coze-lab-user", "coze-lab-db", "coze-lab-sandbox"):
+        box = page.get_by_test_id(row).bounding_box()
+        assert box and section, row
+        assert box["y"] + box["height"] <= section["y"] + section["height"] + 1, (row, box, section)
+    assert status.evaluate("node => node.scrollHeight <= node.clientHeight + 1")
+    # the tab shows Coze Lab's own mark
+    tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="coze-lab-sidebar"]')
+    expect(tab.locator('svg[data-icon="coze-lab:coze"]')).to_have_count(1)
+
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "sidebar.png"))
+
+
+def test_the_launcher_tile_opens_a_welcome_notebook(page: Page, lab: Lab) -> None:
+    root = lab.log_path.parent / "root"
+    welcome = root / "coze_lab_welcome.ipynb"
+    assert not welcome.exists()  # this lab's root has no notebooks: the tile writes one
+    page.goto(f"{lab.url}lab/workspaces/launcher?token={lab.token}", wait_until="load")
+    tile = page.locator('.jp-LauncherCard[title="Open the Coze Lab welcome notebook"]')
+    expect(tile).to_be_visible(timeout=UI_TIMEOUT_MS)
+    expect(tile.locator(".jp-LauncherCard-label")).to_have_text("Coze Lab")
+    expect(tile.locator('svg[data-icon="coze-lab:logo"]')).to_have_count(1)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "launcher.png"))
+    tile.click()
+    tab = page.locator(".jp-mod-current .lm-TabBar-tabLabel", has_text="coze_lab_welcome.ipynb")
+    expect(tab.first).to_be_visible(timeout=UI_TIMEOUT_MS)
+    heading = page.locator(".jp-Notebook .jp-MarkdownOutput h1", has_text="Welcome to Coze Lab")
+    expect(heading).to_be_visible(timeout=UI_TIMEOUT_MS)
+    expect(page.get_by_test_id("coze-lab-sidebar")).to_be_visible()
+    assert welcome.exists()
+    cells = json.loads(welcome.read_text())["cells"]
+    assert any("cl.connect()" in "".join(c["source"]) for c in cells)
+    page.screenshot(path=str(ARTIFACTS / "launcher_welcome.png"))
 
 
 def test_sidebar_shows_api_error(page: Page, lab: Lab) -> None:

@@ -13,10 +13,11 @@ from cozepy import Coze, CozeAPIError, TokenAuth
 from openapi_spec_validator import validate
 
 from coze_lab.config import CozeLab
-from coze_lab.core.pat import TokenService
-from coze_lab.runtime import Runtime
+from coze_lab.core.tokens import TokenService
+from coze_lab.services import Runtime
 from coze_lab.store.migrate import head_revision
-from coze_lab.web.routes import OPENAPI, STUDIO
+from coze_lab.web.routes import COZE_ROUTES as OPENAPI
+from coze_lab.web.routes import STUDIO_ROUTES as STUDIO
 from tests.support import ServerProcess
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -166,7 +167,7 @@ def test_oversized_upload_is_413_and_leaves_nothing(tmp_path, db_url) -> None:
         token = token_for(admin, "alice")
         big = b"x" * (101 * 1024 * 1024)
         response = upload(server, token, big, "big.bin", timeout=60)
-        assert response.status_code == 413 and response.json()["code"] == 4013
+        assert response.status_code == 413 and response.json()["code"] == 4302
 
         # chunked: no Content-Length to refuse up front; the cap applies while streaming
         def chunks():
@@ -274,7 +275,8 @@ def test_huge_json_body_is_413(server, admin) -> None:
         content=b'{"name": "' + b"x" * (3 * 1024 * 1024) + b'"}',
         headers={"Authorization": f"Bearer {token_for(admin, 'alice')}"},
     )
-    assert response.status_code == 413 and response.json()["code"] == 4013
+    # Coze's "request parameter error": the SDKs must not read it as a rate limit (4013)
+    assert response.status_code == 413 and response.json()["code"] == 4000
 
 
 def test_studio_token_lifecycle(server, admin) -> None:
@@ -317,7 +319,7 @@ def test_unknown_paths_and_methods_get_coze_bodies(server, admin) -> None:
     missing = httpx.get(f"{server.url}/v1/nothing/here", headers=auth)
     assert missing.status_code == 404 and missing.json()["code"] == 4200
     wrong = httpx.delete(f"{server.url}/v1/workspaces", headers=auth)
-    assert wrong.status_code == 405 and wrong.json()["code"] == 4001
+    assert wrong.status_code == 405 and wrong.json()["code"] == 4000
 
 
 def test_openapi_document_is_valid_and_covers_every_route(server) -> None:
@@ -341,3 +343,13 @@ def test_secrets_never_reach_the_logs(server, admin, tmp_path) -> None:
     assert "/v1/workspaces" in log  # the log is real and was written
     for secret in (token, created):
         assert secret[4:] not in log
+
+
+def test_users_me_is_the_tokens_owner(server, admin) -> None:
+    alice = admin.identity.ensure_user("alice")
+    me = coze(server, token_for(admin, "alice", scopes=["chat"], connector_id="999")).users.me()
+    assert (me.user_id, me.user_name, me.nick_name) == (str(alice.id), "alice", "alice")
+    assert coze(server, token_for(admin, "bob")).users.me().user_name == "bob"
+    with pytest.raises(CozeAPIError) as err:
+        coze(server, "pat_unknown").users.me()
+    assert err.value.code == 4100

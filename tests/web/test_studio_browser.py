@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import nbformat
@@ -28,8 +29,8 @@ import pytest
 from playwright.sync_api import Locator, Page, Route, expect
 
 import coze_lab as cl
-from coze_lab.client import Studio
-from coze_lab.testing import ErrorReply, ModelServer, TextReply
+from coze_lab.notebook.studio import Studio
+from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.conftest import SANDBOX_CACHE
 from tests.web.test_sidebar_browser import (  # noqa: F401  (fixtures)
     ARTIFACTS,
@@ -186,6 +187,15 @@ def test_a_chat_streams_into_the_sidebar(page: Page, lab: Lab, model: ModelServe
     section(page, "Bots & chat")
     bot = page.get_by_test_id("coze-lab-bot").filter(has_text="Sidebar helper")
     expect(bot).to_be_visible(timeout=UI_TIMEOUT_MS)
+    # never published: a draft; published from the sidebar: says where and which version
+    expect(bot.get_by_test_id("coze-lab-bot-state")).to_have_text("draft")
+    bot.get_by_role("button", name="Edit").click()
+    page.get_by_test_id("coze-lab-bot-publish").click()
+    expect(page.get_by_test_id("coze-lab-bot-status")).to_contain_text("Published")
+    expect(bot.get_by_test_id("coze-lab-bot-state")).to_have_text(
+        "published v1 · API, Web SDK", timeout=UI_TIMEOUT_MS
+    )
+    shot(page, "sidebar_bot_published.png")
     bot.get_by_test_id("coze-lab-bot-chat").click()
     words = "The **capital** of France is Paris, a city on the Seine."
     model.script([TextReply(words, delay=0.2)])
@@ -199,28 +209,20 @@ def test_a_chat_streams_into_the_sidebar(page: Page, lab: Lab, model: ModelServe
     shot(page, "sidebar_chat.png")
 
 
-def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
+def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
+    """Write a notebook into the lab's root, open it and run all its cells."""
     notebook = nbformat.v4.new_notebook(
         metadata={
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
         }
     )
-    notebook.cells = [
-        nbformat.v4.new_code_cell(
-            "import coze_lab as cl\n"
-            "studio = cl.connect()  # no configuration: this kernel's own Jupyter server\n"
-            "wf = cl.Workflow('widget_question')\n"
-            "wf.inputs(topic=str)\n"
-            "wf.message('note', content='Reviewing {{start.topic}}')\n"
-            "wf.question('approve', question='Ship {{start.topic}}?', choices=['yes', 'no'])\n"
-            "wf.end(approved='{{approve.answer}}')\n"
-            "run = wf.run(topic='the widget')\n"
-            "run"
-        )
-    ]
-    path = lab.log_path.parent / "root" / "widget.ipynb"
-    nbformat.write(notebook, path)
-    page.goto(f"{lab.url}lab/tree/widget.ipynb?token={lab.token}", wait_until="load")
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, lab.log_path.parent / "root" / name)
+    # a fresh workspace: only this notebook is open (no widgets of an earlier test's tab)
+    workspace = "nb" + secrets.token_hex(6)
+    page.goto(
+        f"{lab.url}lab/workspaces/{workspace}/tree/{name}?token={lab.token}", wait_until="load"
+    )
     expect(page.locator(".jp-Notebook")).to_be_visible(timeout=UI_TIMEOUT_MS)
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
@@ -230,16 +232,184 @@ def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
         timeout=UI_TIMEOUT_MS,
     )
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    widget = page.locator(".coze-run")
-    expect(widget).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
-    expect(widget.get_by_test_id("coze-run-message")).to_contain_text("Reviewing the widget")
-    expect(widget.locator('[data-node="approve"]')).to_have_attribute("data-status", "interrupted")
+
+
+def inside(inner: Locator, outer: Locator) -> bool:
+    """Whether ``inner``'s box lies within ``outer``'s (text that does not spill out)."""
+    a, b = inner.bounding_box(), outer.bounding_box()
+    assert a and b
+    return (
+        a["x"] >= b["x"] - 0.5
+        and a["y"] >= b["y"] - 0.5
+        and a["x"] + a["width"] <= b["x"] + b["width"] + 0.5
+        and a["y"] + a["height"] <= b["y"] + b["height"] + 0.5
+    )
+
+
+def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
+    open_notebook(
+        page,
+        lab,
+        "widget.ipynb",
+        [
+            "import coze_lab as cl\n"
+            "studio = cl.connect()  # no configuration: this kernel's own Jupyter server\n"
+            "wf = cl.Workflow('widget_question')\n"
+            "wf.inputs(topic=str)\n"
+            "wf.message('note', content='Reviewing {{start.topic}}')\n"
+            "wf.question('approve', question='Ship {{start.topic}}?', choices=['yes', 'no'])\n"
+            "wf.end(approved='{{approve.answer}}')\n"
+            "run = wf.run(topic='the widget')\n"
+            "run",
+            "broken = cl.Workflow('widget_failing')\n"
+            "broken.inputs(x=int)\n"
+            "@broken.code\n"
+            "def divide(x: int) -> dict:\n"
+            "    return {'y': 1 / x}\n"
+            "broken.end(y='{{divide.y}}')\n"
+            "broken.run(x=0)",
+            "stopped = cl.Workflow('widget_canceled')\n"
+            "stopped.inputs(topic=str)\n"
+            "stopped.question('approve', question='Ship {{start.topic}}?', choices=['yes'])\n"
+            "stopped.end(approved='{{approve.answer}}')\n"
+            "stopped.run(topic='nothing')",
+        ],
+    )
+    answered, failed, canceled = (page.locator(".coze-run").nth(i) for i in range(3))
+
+    # 1. a question answered inline; the outputs are shown once; no Cancel (nor "null") after
+    expect(answered).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    expect(answered.get_by_test_id("coze-run-message")).to_contain_text("Reviewing the widget")
+    expect(answered.locator('[data-node="approve"]')).to_have_attribute(
+        "data-status", "interrupted"
+    )
+    expect(answered.get_by_test_id("coze-run-cancel")).to_be_visible()
     shot(page, "widget_question.png")
-    widget.locator('button[data-choice="no"]').click()
-    expect(widget).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
-    expect(widget.get_by_test_id("coze-run-outputs")).to_contain_text('"approved": "no"')
-    expect(widget.locator('[data-node="end"]')).to_have_attribute("data-status", "succeeded")
+    answered.locator('button[data-choice="no"]').click()
+    expect(answered).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
+    expect(answered.get_by_test_id("coze-run-outputs")).to_contain_text('"approved": "no"')
+    expect(answered.locator('[data-node="end"]')).to_have_attribute("data-status", "succeeded")
+    expect(answered.get_by_test_id("coze-run-message")).to_have_count(1)  # not the outputs
+    header = answered.locator(".coze-run-header")
+    expect(header.get_by_test_id("coze-run-cancel")).to_have_count(0)
+    assert "null" not in header.inner_text()
+    # latencies are short numbers that stay inside their node boxes
+    for node in ("start", "note", "end"):
+        box = answered.locator(f'[data-node="{node}"]')
+        latency = box.get_by_test_id("coze-run-latency")
+        expect(latency).to_have_text(re.compile(r"^(<1|\d+(\.\d)?) m?s$"))
+        assert inside(latency, box.locator("rect").first), latency.text_content()
+        assert inside(box.locator(".coze-run-sub"), box.locator("rect").first)
+    answered.scroll_into_view_if_needed()
     shot(page, "widget_done.png")
+
+    # 2. a failing code node: named once, the traceback below, the node after it "not run"
+    expect(failed).to_have_attribute("data-status", "failed", timeout=UI_TIMEOUT_MS)
+    error = failed.get_by_test_id("coze-run-error")
+    expect(error.locator(".coze-error-headline")).to_have_text("Node divide failed")
+    expect(error.locator(".coze-error-detail")).to_contain_text("ZeroDivisionError")
+    assert "failed" not in error.locator(".coze-error-detail").inner_text()
+    expect(failed.locator('[data-node="divide"]')).to_have_attribute("data-status", "failed")
+    expect(failed.locator('[data-node="end"]')).to_have_attribute("data-status", "not_run")
+    expect(failed.locator('[data-node="end"] .coze-run-sub')).to_have_text("end · not run")
+    failed.scroll_into_view_if_needed()
+    shot(page, "widget_failed.png")
+
+    # 3. Cancel: the stopped node says so, the one after it never ran
+    expect(canceled).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    canceled.get_by_test_id("coze-run-cancel").click()
+    expect(canceled).to_have_attribute("data-status", "canceled", timeout=UI_TIMEOUT_MS)
+    expect(canceled.locator('[data-node="approve"]')).to_have_attribute("data-status", "canceled")
+    expect(canceled.locator('[data-node="end"]')).to_have_attribute("data-status", "not_run")
+    expect(canceled.get_by_test_id("coze-run-question")).to_have_count(0)
+    assert "null" not in canceled.locator(".coze-run-header").inner_text()
+    canceled.scroll_into_view_if_needed()
+    shot(page, "widget_canceled.png")
+
+
+#: where ``make screenshots`` wants the pictures of the docs and the README (else only
+#: tests/artifacts/)
+PICTURES = os.environ.get("COZE_LAB_SCREENSHOTS_DIR")
+
+
+@pytest.fixture
+def fresh_model(model: ModelServer) -> Iterator[ModelServer]:
+    """The module's model server with no scripted replies left before or after the test."""
+    model.reset()
+    yield model
+    model.reset()
+
+
+def test_the_chat_widget_answers_a_tool_question_inline(
+    page: Page, lab: Lab, fresh_model: ModelServer
+) -> None:
+    """Also the picture of the README: the sidebar, a finished run and a chat."""
+    model = fresh_model
+    model.script(
+        [
+            ToolCallsReply([ScriptedToolCall("launch_review", {"topic": "the new model"})]),
+            TextReply("I asked the **launch review** workflow; it needs your go-ahead."),
+            TextReply("Done: *the new model* is approved and ships today."),
+        ]
+    )
+    open_notebook(
+        page,
+        lab,
+        "coze_lab_tour.ipynb",
+        [
+            "import coze_lab as cl\n"
+            "studio = cl.connect()\n"
+            "wf = cl.Workflow('launch_review')\n"
+            "wf.inputs(topic=str)\n"
+            "@wf.code\n"
+            "def brief(topic: str) -> dict:  # in the sandbox\n"
+            "    return {'title': topic.title()}\n"
+            "wf.question('approve', question='Ship {{brief.title}}?', choices=['yes', 'no'])\n"
+            "wf.end(title='{{brief.title}}', approved='{{approve.answer}}')\n"
+            "run = wf.run(topic='the new model')\n"
+            "run",
+            "bot = studio.create_bot(\n"
+            "    name='Launch assistant',\n"
+            "    prompt_info={'prompt': 'You ship models after a review.'},\n"
+            "    workflow_id_list={'ids': [{'id': studio.save_workflow(wf)['id']}]},\n"
+            ")\n"
+            "chat = studio.chat(bot['bot_id'])\n"
+            "chat.send('Can we ship the new model?')\n"
+            "chat",
+        ],
+    )
+    run, chat = page.locator(".coze-run"), page.locator(".coze-chat")
+    expect(run).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)
+    run.locator('button[data-choice="yes"]').click()
+    expect(run).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
+
+    question = chat.get_by_test_id("coze-chat-question")
+    expect(question).to_contain_text("Ship The New Model?", timeout=UI_TIMEOUT_MS)
+    expect(chat.get_by_test_id("coze-chat-assistant").last).to_contain_text("go-ahead")
+    question.scroll_into_view_if_needed()
+    shot(page, "chat_question.png")
+    question.locator('button[data-choice="yes"]').click()
+    # the run resumes; the widget tells the bot, which answers: the chat goes on
+    expect(question).to_have_count(0, timeout=UI_TIMEOUT_MS)
+    expect(chat.get_by_test_id("coze-chat-user").last).to_contain_text(
+        'I answered "Ship The New Model?" with "yes"', timeout=UI_TIMEOUT_MS
+    )
+    expect(chat.get_by_test_id("coze-chat-assistant").last).to_contain_text(
+        "ships today", timeout=UI_TIMEOUT_MS
+    )
+    expect(chat).to_have_attribute("data-status", "completed")
+    assert model.requests[-1]["messages"][-1]["content"].startswith('I answered "Ship')
+
+    # the picture: the sidebar with the runs, the run widget and the chat
+    page.evaluate("window.jupyterapp.commands.execute('coze-lab:open')")
+    section(page, "Workflows & runs")
+    expect(page.get_by_test_id("coze-lab-run").first).to_be_visible(timeout=UI_TIMEOUT_MS)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:hide-all-cell-code')")
+    page.locator(".jp-Notebook").evaluate("node => { node.scrollTop = 0; }")
+    shot(page, "chat_answered.png")
+    if PICTURES:
+        Path(PICTURES).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(PICTURES) / "coze-lab.png"))
 
 
 def publish_bot_with_web_token(lab: Lab, name: str) -> tuple[str, str]:
@@ -318,6 +488,13 @@ def test_the_web_sdk_page_refuses_a_token_without_the_binding(page: Page, lab: L
     page.get_by_test_id("sdk-input").fill("Hi")
     page.get_by_test_id("sdk-send").click()
     expect(page.get_by_test_id("sdk-error")).to_contain_text("4101", timeout=UI_TIMEOUT_MS)
+    # an unknown token (4100, answered as Coze answers a stream request) asks for another
+    page.goto(f"{lab.url}coze_lab/sdk/chat?bot_id={bot_id}&again=1#token=pat_unknown")
+    expect(page.locator("#token-form")).to_be_hidden()
+    page.get_by_test_id("sdk-input").fill("Hi")
+    page.get_by_test_id("sdk-send").click()
+    expect(page.get_by_test_id("sdk-error")).to_contain_text("4100", timeout=UI_TIMEOUT_MS)
+    expect(page.locator("#token-form")).to_be_visible()
 
 
 def test_a_run_form_starts_a_run_and_its_trace_follows_it(
@@ -351,7 +528,14 @@ def test_a_run_form_starts_a_run_and_its_trace_follows_it(
     for name in ("topic", "count", "tags"):
         expect(message(name)).to_have_text("required")
     expect(message("ratio")).to_be_hidden()
-    field("topic").locator("input").fill("rockets")
+    # long text gets a box that grows with it, not a one-line input
+    topic = field("topic").locator("textarea")
+    one_line = topic.bounding_box()
+    topic.fill("rockets " * 40)
+    grown = topic.bounding_box()
+    assert one_line and grown and grown["height"] > one_line["height"] + 10, (one_line, grown)
+    shot(page, "sidebar_run_form_long_text.png")
+    topic.fill("rockets")
     field("count").locator("input").fill("2.5")
     field("tags").locator("textarea").fill('{"a": 1}')
     field("meta").locator("textarea").fill("{oops")

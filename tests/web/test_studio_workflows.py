@@ -11,7 +11,7 @@ import pytest
 from cozepy import Coze, TokenAuth, WorkflowEventType
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.conftest import SANDBOX_CACHE
 from tests.core.workflows.composites import OUTER
 from tests.core.workflows.examples import PARALLEL
@@ -72,7 +72,7 @@ def test_save_publish_run_draft_answer_from_the_list_and_replay(served) -> None:
             reply = client.post(f"/interrupts/{by_node[node]}/resume", json={"data": answer})
             assert reply.json()["data"]["execute_id"] == run_id
         again = client.post(f"/interrupts/{by_node['legal']}/resume", json={"data": "x"})
-        assert again.status_code == 409 and again.json()["code"] == 4300
+        assert again.status_code == 409 and again.json()["code"] == 4090
 
         last_seen = events[-1][0]
         replay = sse(

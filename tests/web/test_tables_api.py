@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.support import ServerProcess
 
 
@@ -35,7 +35,7 @@ def test_tables_rows_publish_and_isolation(server: ServerProcess) -> None:
         call("POST", "/coze_lab/api/tables", json={"name": "books", "fields": fields}).json()[
             "code"
         ]
-        == 4300
+        == 4090
     )
     added = call(
         "POST",

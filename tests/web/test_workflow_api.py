@@ -12,7 +12,7 @@ import pytest
 from cozepy import Coze, CozeAPIError, TokenAuth, WorkflowEventType
 
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer
 from tests.conftest import SANDBOX_CACHE
 from tests.core.workflows.examples import DOC_REVIEW, PARALLEL
@@ -117,6 +117,17 @@ def test_stream_interrupt_resume_done(wf_server, published, model_server) -> Non
     assert json.loads(history.output)["approved"] == "yes"
     assert history.usage.token_count > 0
     assert history.node_execute_status["clean"].is_finish
+    node = coze.workflows.runs.run_histories.execute_nodes.retrieve(
+        workflow_id=published["workflow_id"],
+        execute_id=execute_id,
+        node_execute_uuid=history.node_execute_status["clean"].node_execute_uuid,
+    )
+    assert node.is_finish and json.loads(node.node_output)["words"] == 3
+    with pytest.raises(CozeAPIError) as missing:
+        coze.workflows.runs.run_histories.execute_nodes.retrieve(
+            workflow_id=published["workflow_id"], execute_id=execute_id, node_execute_uuid="nope"
+        )
+    assert missing.value.code == 4200
 
 
 def test_a_second_resume_is_refused(wf_server, published, model_server) -> None:
@@ -141,7 +152,7 @@ def test_a_second_resume_is_refused(wf_server, published, model_server) -> None:
                 interrupt_type=2,
             )
         )
-    assert err.value.code == 4300
+    assert err.value.code == 4090
 
 
 def test_sigkill_between_interrupt_and_resume(
@@ -213,7 +224,7 @@ def test_two_replicas_two_concurrent_resumes_one_wins(
         for thread in threads:
             thread.join(60)
         refused = [o for o in outcomes if isinstance(o, CozeAPIError)]
-        assert len(outcomes) == 2 and len(refused) == 1 and refused[0].code == 4300
+        assert len(outcomes) == 2 and len(refused) == 1 and refused[0].code == 4090
     finally:
         a.stop()
         b.stop()
@@ -243,19 +254,20 @@ def test_sync_run_and_async_run(wf_server, db_url, data_dir, published, tmp_path
         ({"workflow_id": "123", "parameters": {}}, 4200),
         ({"workflow_id": "abc"}, 4000),
         ({"parameters": {"doc": "x"}}, 4000),
-        ({"workflow_id": "WID", "parameters": {"nope": 1}}, 4000),
         ({"workflow_id": "WID", "parameters": {"doc": 5}}, 4000),
         ({"workflow_id": "WID", "parameters": "[1]"}, 4000),
     ],
 )
-def test_bad_run_requests_are_4xx_and_start_nothing(wf_server, published, body, code) -> None:
+def test_bad_run_requests_are_refused_and_start_nothing(wf_server, published, body, code) -> None:
     body = {k: (published["workflow_id"] if v == "WID" else v) for k, v in body.items()}
-    response = httpx.post(
-        f"{wf_server.url}/v1/workflow/stream_run",
-        json=body,
-        headers={"Authorization": f"Bearer {published['token']}"},
-    )
+    headers = {"Authorization": f"Bearer {published['token']}"}
+    response = httpx.post(f"{wf_server.url}/v1/workflow/run", json=body, headers=headers)
     assert 400 <= response.status_code < 500 and response.json()["code"] == code
+    # a request for a stream gets its error as Coze answers it: 200 and the JSON body
+    streamed = httpx.post(f"{wf_server.url}/v1/workflow/stream_run", json=body, headers=headers)
+    assert streamed.status_code == 200
+    assert streamed.headers["Content-Type"].startswith("application/json")
+    assert streamed.json() == response.json() and not streamed.text.endswith("\n")
     runs = httpx.get(
         f"{wf_server.url}/coze_lab/api/runs",
         headers={"Authorization": f"Bearer {published['token']}"},
@@ -280,3 +292,30 @@ def test_another_users_workflow_and_runs_are_invisible(
         f"{wf_server.url}/coze_lab/api/workflows", headers={"Authorization": f"Bearer {bob_token}"}
     ).json()
     assert listed["data"]["workflows"] == []
+
+
+def test_undeclared_parameters_are_ignored_on_the_coze_api_only(
+    wf_server, published, model_server
+) -> None:
+    model_server.script(["Fine."])
+    coze = client(wf_server, published["token"])
+    headers = {"Authorization": f"Bearer {published['token']}"}
+    events = list(
+        coze.workflows.runs.stream(
+            workflow_id=published["workflow_id"], parameters={"doc": "a b", "norco": "JS"}
+        )
+    )
+    assert events[-1].event == WorkflowEventType.INTERRUPT
+    [run] = httpx.get(f"{wf_server.url}/coze_lab/api/runs", headers=headers).json()["data"]["runs"]
+    assert run["inputs"] == {"doc": "a b", "reviewer": "anonymous"}
+    trace = httpx.get(
+        f"{wf_server.url}/coze_lab/api/runs/{run['id']}/events", headers=headers, timeout=30
+    ).text
+    assert trace.startswith("id: 1\nevent: note\n") and "['norco']" in trace
+    # the studio API (like the notebook API) catches the typo
+    refused = httpx.post(
+        f"{wf_server.url}/coze_lab/api/workflows/{published['workflow_id']}/runs",
+        json={"parameters": {"doc": "x", "norco": "JS"}},
+        headers=headers,
+    )
+    assert refused.status_code == 400 and "['norco']" in refused.json()["msg"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coze_lab.client import Studio
 from coze_lab.config import CozeLab
-from coze_lab.runtime import Runtime
+from coze_lab.notebook.studio import Studio
+from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
 from coze_lab.testing import ModelServer
 from tests.conftest import SANDBOX_CACHE

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coze_lab.client import Studio
+from coze_lab.notebook.studio import Studio
+from coze_lab.notebook.widgets import ChatWidget
+from coze_lab.notebook.widgets.chat_state import ChatState
 from coze_lab.testing import TextReply
-from coze_lab.widgets import ChatWidget
-from coze_lab.widgets.chat_state import ChatState
 from tests.widgets.conftest import Served
 
 
@@ -107,3 +107,84 @@ def test_chat_state_tool_calls_and_failures() -> None:
         "answer",
     ]
     assert not any(m["streaming"] for m in state.messages)
+
+
+def test_a_question_of_a_tool_workflow_is_answered_inline_and_the_chat_goes_on(
+    studio: Studio, served: Served
+) -> None:
+    import time
+
+    import coze_lab as cl
+    from coze_lab.testing import ScriptedToolCall, ToolCallsReply
+
+    wf = cl.Workflow("chat_approval")
+    wf.inputs(topic=str)
+    wf.question("ok", question="Ship {{start.topic}}?", choices=["yes", "no"])
+    wf.end(decision="{{ok.answer}}")
+    saved = studio.save_workflow(wf)
+    bot = studio.create_bot(
+        name="asker",
+        prompt_info={"prompt": "You ask before shipping."},
+        model_info_config={"model_id": "default"},
+        workflow_id_list={"ids": [{"id": saved["id"]}]},
+    )
+    chat = studio.chat(bot["bot_id"])
+    served.model.script(
+        [
+            ToolCallsReply([ScriptedToolCall("chat_approval", {"topic": "the rocket"})]),
+            TextReply("I asked the team; please answer."),
+            TextReply("Shipping the rocket, as you said."),
+        ]
+    )
+    chat.send("Ship the rocket").wait(60)
+    assert chat.status == "completed", chat.error
+    deadline = time.monotonic() + 20
+    while not chat.questions:
+        assert time.monotonic() < deadline, "the tool's question never showed"
+        time.sleep(0.05)
+    [question] = chat.questions
+    assert question["data"] == {"question": "Ship the rocket?", "choices": ["yes", "no"]}
+    run_id = question["run_id"]
+    tool_result = next(m for m in chat.messages if m["type"] == "tool_response")
+    assert tool_result["execute_id"] == run_id and tool_result["run_status"] == "interrupted"
+
+    # A wrong answer goes back to the form; the question stays.
+    sent: list[Any] = []
+    chat.comm.send = lambda data, buffers=None, **kw: sent.append(data)  # type: ignore[method-assign]
+    from_page(chat, {"type": "answer", "event_id": question["event_id"], "data": "maybe"})
+    assert chat.questions == [question]
+    assert any("maybe" in str(s) or "one of" in str(s) for s in sent), sent
+
+    from_page(chat, {"type": "answer", "event_id": question["event_id"], "data": "yes"})
+    assert chat.questions == []
+    deadline = time.monotonic() + 60
+    while chat.messages[-1]["content"] != "Shipping the rocket, as you said.":
+        assert time.monotonic() < deadline, chat.messages[-3:]
+        time.sleep(0.05)
+    assert studio.run_info(run_id)["outputs"] == {"decision": "yes"}
+    report = [m for m in chat.messages if m["role"] == "user"][-1]["content"]
+    assert report == (
+        'I answered "Ship the rocket?" with "yes"; the workflow finished: {"decision": "yes"}'
+    )
+    # the bot heard it: the report is the last user message the model was sent
+    assert served.model.requests[-1]["messages"][-1]["content"] == report
+    chat.close()
+
+
+def test_chat_state_keeps_the_run_of_a_workflow_tool() -> None:
+    state = ChatState()
+    state.ask("go")
+    state.apply(
+        "conversation.message.completed",
+        {
+            "id": "m2",
+            "role": "assistant",
+            "type": "tool_response",
+            "content": "{}",
+            "meta_data": {"execute_id": "77", "status": "interrupted"},
+        },
+    )
+    assert state.waiting_runs() == ["77"]
+    state.ask_about("77", [{"event_id": 5, "node_id": "ok", "data": {"question": "?"}}])
+    assert state.questions[0]["event_id"] == "5" and state.questions[0]["run_id"] == "77"
+    assert state.answered("5") is not None and state.questions == []

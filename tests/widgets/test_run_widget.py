@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import coze_lab as cl
-from coze_lab.client import Studio
-from coze_lab.widgets import RunWidget
-from coze_lab.widgets.run_state import RunState
+from coze_lab.notebook.studio import Studio
+from coze_lab.notebook.widgets import RunWidget
+from coze_lab.notebook.widgets.run_state import RunState
 
 
 def approval() -> cl.Workflow:
@@ -82,6 +82,8 @@ def test_state_follows_a_run_through_two_pauses(studio: Studio) -> None:
     assert widget.outputs == {"topic": "launch", "approved": "yes", "owner": "ana"}
     assert {n["status"] for n in widget.nodes} == {"succeeded"}
     assert widget.pending == [] and widget.notice == ""
+    # the end node's outputs are shown once, as outputs, not again as a streamed message
+    assert [m["content"] for m in widget.messages] == ["Reviewing launch"]
     widget.close()
 
 
@@ -111,6 +113,7 @@ def test_a_failing_node_is_named(studio: Studio) -> None:
     assert widget.error["node_id"] == "fetch"
     nodes = {n["id"]: n for n in widget.nodes}
     assert nodes["fetch"]["status"] == "failed" and nodes["fetch"]["error"]
+    assert nodes["end"]["status"] == "not_run"  # never reached, not "waiting"
     widget.close()
 
 
@@ -119,6 +122,9 @@ def test_cancel_from_the_page(studio: Studio) -> None:
     from_page(widget, {"type": "cancel"})
     assert widget.wait(30).status == "canceled"
     assert widget.pending == []
+    nodes = {n["id"]: n["status"] for n in widget.nodes}
+    assert nodes["approve"] == "canceled"  # the stopped node, no longer "needs you"/"running"
+    assert nodes["details"] == nodes["end"] == "not_run"
     widget.close()
 
 
@@ -159,3 +165,21 @@ def test_run_state_reducer() -> None:
     assert state.nodes["details"]["status"] == "failed"
     assert state.nodes["details"]["error"] == "boom"
     assert state.snapshot()["last_event"] == 6
+    # the run is over: what was still running was stopped, what was ahead never ran
+    assert state.nodes["approve"]["status"] == "canceled"
+    assert state.nodes["end"]["status"] == "not_run"
+
+
+def test_run_state_shows_the_outputs_once() -> None:
+    state = RunState("2")
+    state.graph(approval().to_json())
+    state.apply(1, "node_started", {"node_id": "announce", "node_type": "message"})
+    state.apply(2, "message", {"node_id": "announce", "content": "Reviewing x"})
+    state.apply(3, "node_started", {"node_id": "end", "node_type": "end"})
+    state.apply(4, "message", {"node_id": "end", "content": '{"topic": "x"}'})
+    state.apply(5, "done", {"outputs": {"topic": "x"}})
+    assert [m["content"] for m in state.messages] == ["Reviewing x"]
+    assert state.outputs == {"topic": "x"}
+    # an answer template is text, not the outputs again: it stays a message
+    state.apply(6, "message", {"node_id": "end", "content": "Shipped x."})
+    assert state.messages[-1]["content"] == "Shipped x."

@@ -7,12 +7,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, exists, func, select
 
 from coze_lab.core import connectors
 from coze_lab.core.bots.config import BotConfig
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import InvalidParameter, NotFound
+from coze_lab.core.errors import InvalidParameter, NotFound, NotPublished
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits, text
 from coze_lab.store import Database
@@ -133,7 +133,7 @@ class BotService:
                 return info
             version = self._newest_version(session, bot_id)
             if version is None:
-                raise NotFound(f"bot {bot_id} has not been published")
+                raise NotPublished(f"bot {bot_id} has not been published")
             return replace(
                 info, config=BotConfig.from_dict(version.config), version=version.version
             )
@@ -151,13 +151,14 @@ class BotService:
         if publish_status not in PUBLISH_STATUSES:
             raise InvalidParameter(f"publish_status must be one of {', '.join(PUBLISH_STATUSES)}")
         query = select(BotRecord).where(BotRecord.owner_id == owner_id)
-        published = select(BotConnector.bot_id)
+        # correlated: each of the owner's bots is checked by primary key (no connector scan)
+        published = exists().where(BotConnector.bot_id == BotRecord.id)
         if connector_id is not None:
             published = published.where(BotConnector.connector_id == connector_id)
         if publish_status in ("published_online", "published_draft") or connector_id:
-            query = query.where(BotRecord.id.in_(published))
+            query = query.where(published)
         elif publish_status == "unpublished_draft":
-            query = query.where(BotRecord.id.not_in(select(BotConnector.bot_id)))
+            query = query.where(~exists().where(BotConnector.bot_id == BotRecord.id))
         with self._db.reading() as session:
             total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
             rows = session.scalars(

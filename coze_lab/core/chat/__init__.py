@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.prompt import render
-from coze_lab.core.chat.records import ChatInfo, ChatStore, NotCancelable
 from coze_lab.core.chat.service import (
     ChatHandle,
     ChatRequest,
     ChatService,
-    parse_chat_request,
-    parse_tool_outputs,
 )
+from coze_lab.core.chat.store import ChatInfo, ChatStore, NotCancelable
 
 __all__ = [
     "ChatChannel",
@@ -28,7 +26,5 @@ __all__ = [
     "ChatService",
     "ChatStore",
     "NotCancelable",
-    "parse_chat_request",
-    "parse_tool_outputs",
     "render",
 ]

@@ -13,14 +13,13 @@ from typing import Any
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
-from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
 from coze_lab.core.clock import Clock
-from coze_lab.core.conversations import MessageInfo, message_info
+from coze_lab.core.conversations import MessageInfo
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.ids import new_id
 from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
-from coze_lab.store.models import Message
 
 log = logging.getLogger("coze_lab.chat")
 
@@ -151,10 +150,12 @@ class AgentRun:
                 if partial is not None and self._persist and partial[1]:
                     answer_id, parts = partial
                     if self._saved != (answer_id, len(parts)):
-                        row = self._row(
+                        answer = self._row(
                             "answer", "".join(parts), message_id=answer_id, meta={"partial": "true"}
                         )
-                        await asyncio.to_thread(self._store.save_partial, self.chat.id, row)
+                        await asyncio.to_thread(
+                            self._store.save_partial, self.chat.id, self.chat.owner_id, answer
+                        )
                         self._saved = (answer_id, len(parts))
                         if answer_id not in self._kept:
                             self._kept.append(answer_id)
@@ -265,11 +266,12 @@ class AgentRun:
             "completed",
             usage=coze_usage(self.state.usage),
             messages=[answer] if self._persist else [],
+            owner_id=self.chat.owner_id,
             replacing=self._replacing(),
         )
         if final is None:
             return
-        self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=message_info(answer)))
+        self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=answer))
         self._channel.put(ChatEvent(ev.CHAT_COMPLETED, chat=final))
 
     def _requires_action(self, calls: list[ToolCall]) -> None:
@@ -310,6 +312,7 @@ class AgentRun:
             usage=coze_usage(self.state.usage),
             last_error={"code": code, "msg": msg},
             messages=rows,
+            owner_id=self.chat.owner_id,
             replacing=self._replacing() if rows else (),
         )
         if final is not None:
@@ -322,6 +325,7 @@ class AgentRun:
             answer_id, parts = self._partial
             text = "".join(parts)
             self._store.add_messages(
+                self.chat.owner_id,
                 [self._row("answer", text, message_id=answer_id, meta={"canceled": "true"})],
                 replacing=self._replacing(),
             )
@@ -352,7 +356,7 @@ class AgentRun:
             )
         )
 
-    def _function_call(self, call: ToolCall) -> Message:
+    def _function_call(self, call: ToolCall) -> MessageInfo:
         tool = self.tools.get(call.name)
         payload: dict[str, Any] = {"name": call.name, "arguments": call.arguments_json}
         with contextlib.suppress(CozeLabError):
@@ -362,7 +366,7 @@ class AgentRun:
         meta = {"tool_call_id": call.id, "tool_kind": tool.kind if tool else "unknown"}
         return self._row("function_call", json.dumps(payload, ensure_ascii=False), meta=meta)
 
-    def _tool_response(self, call: ToolCall, outcome: ToolOutcome) -> Message:
+    def _tool_response(self, call: ToolCall, outcome: ToolOutcome) -> MessageInfo:
         meta = {"tool_call_id": call.id, "name": call.name, "ok": str(outcome.ok).lower()}
         meta.update(outcome.meta)
         return self._row("tool_response", outcome.output, meta=meta)
@@ -374,11 +378,10 @@ class AgentRun:
         *,
         message_id: int | None = None,
         meta: dict[str, str] | None = None,
-    ) -> Message:
+    ) -> MessageInfo:
         now = self._clock()
-        return Message(
+        return MessageInfo(
             id=message_id or new_id(),
-            owner_id=self.chat.owner_id,
             conversation_id=self.chat.conversation_id,
             section_id=self.chat.section_id,
             chat_id=self.chat.id,
@@ -392,12 +395,11 @@ class AgentRun:
             updated_at=now,
         )
 
-    def _write(self, rows: list[Message], *, emit: bool) -> None:
-        if not rows:
+    def _write(self, infos: list[MessageInfo], *, emit: bool) -> None:
+        if not infos:
             return
-        infos = [message_info(r) for r in rows]
         if self._persist:
-            self._store.add_messages(rows, replacing=self._replacing())
+            self._store.add_messages(self.chat.owner_id, infos, replacing=self._replacing())
         if emit:
             for info in infos:
                 self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=info))

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from coze_lab.core.chat.records import ChatInfo
+from coze_lab.core.chat.store import ChatInfo
 from coze_lab.core.conversations import MessageInfo
 
 CHAT_CREATED = "conversation.chat.created"

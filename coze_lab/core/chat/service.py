@@ -13,8 +13,8 @@ from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
 from coze_lab.core.chat.agent import AgentRun, AgentState
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
-from coze_lab.core.chat.prompt import check_custom_variables, render
-from coze_lab.core.chat.records import ChatInfo, ChatStore
+from coze_lab.core.chat.prompt import render
+from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import (
     Tool,
     ToolBox,
@@ -29,18 +29,16 @@ from coze_lab.core.conversations import (
     ConversationService,
     MessageInfo,
     NewMessage,
-    message_row,
-    parse_message,
+    new_message,
 )
-from coze_lab.core.conversations.content import check_meta_data, model_content
+from coze_lab.core.conversations.content import model_content
 from coze_lab.core.errors import Conflict, InvalidParameter
-from coze_lab.core.ids import new_id, parse_id
+from coze_lab.core.ids import new_id
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.spec import WorkflowSpec
 
 log = logging.getLogger("coze_lab.chat")
 
-MAX_ADDITIONAL_MESSAGES = 100
 #: loop turns a starting chat gives its agent to send the model request before the chat's
 #: rows are written (the write then overlaps the model's time to first token)
 LAUNCH_YIELDS = 12
@@ -71,71 +69,6 @@ class ChatHandle:
     messages: list[MessageInfo]
 
 
-def parse_chat_request(
-    body: Mapping[str, Any],
-    conversation_id: Any = None,
-    *,
-    check_file: Callable[[int], None] | None = None,
-) -> ChatRequest:
-    """Validate a Coze chat body (``conversation_id`` comes from the query string).
-
-    Example:
-        >>> request = parse_chat_request({"bot_id": "7", "user_id": "u1", "stream": True,
-        ...     "additional_messages": [{"role": "user", "content": "Hi",
-        ...                              "content_type": "text"}]})
-        >>> request.bot_id, request.messages[0].message_type
-        (7, 'question')
-    """
-    bot_id = parse_id(body.get("bot_id"), "bot_id")
-    raw_messages = body.get("additional_messages") or []
-    if not isinstance(raw_messages, list) or len(raw_messages) > MAX_ADDITIONAL_MESSAGES:
-        raise InvalidParameter(
-            f"additional_messages must be a list of at most {MAX_ADDITIONAL_MESSAGES} messages"
-        )
-    messages = [
-        parse_message(m, f"additional_messages[{i}]", check_file=check_file)
-        for i, m in enumerate(raw_messages)
-    ]
-    stream = body.get("stream", False)
-    auto_save = body.get("auto_save_history", True)
-    if not isinstance(stream, bool) or not isinstance(auto_save, bool):
-        raise InvalidParameter("stream and auto_save_history must be booleans")
-    if not auto_save and not stream:
-        raise InvalidParameter("auto_save_history=false needs stream=true (nothing to poll)")
-    user_id = body.get("user_id") or ""
-    if not isinstance(user_id, str) or len(user_id) > 255:
-        raise InvalidParameter("user_id must be a string")
-    return ChatRequest(
-        bot_id=bot_id,
-        conversation_id=None
-        if conversation_id in (None, "")
-        else parse_id(conversation_id, "conversation_id"),
-        messages=messages,
-        custom_variables=check_custom_variables(body.get("custom_variables")),
-        meta_data=check_meta_data(body.get("meta_data")),
-        user_id=user_id,
-        stream=stream,
-        auto_save_history=auto_save,
-    )
-
-
-def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
-    raw = body.get("tool_outputs")
-    if not isinstance(raw, list) or not raw:
-        raise InvalidParameter("tool_outputs must be a non-empty list")
-    outputs: dict[str, str] = {}
-    for i, item in enumerate(raw):
-        if not isinstance(item, Mapping):
-            raise InvalidParameter(f"tool_outputs[{i}] must be an object")
-        call_id, output = item.get("tool_call_id"), item.get("output")
-        if not isinstance(call_id, str) or not isinstance(output, str):
-            raise InvalidParameter(f"tool_outputs[{i}] needs string tool_call_id and output")
-        if call_id in outputs:
-            raise InvalidParameter(f"tool_outputs[{i}] repeats tool_call_id {call_id}")
-        outputs[call_id] = output
-    return outputs
-
-
 WorkflowStarter = Callable[[], Any]
 
 
@@ -162,7 +95,7 @@ class ChatService:
         registry: ModelRegistry | Callable[[], ModelRegistry],
         client: ModelClient | None = None,
         workflows: Any = None,
-        engine: Callable[[], Any] | None = None,
+        runs: Callable[[], Any] | None = None,
         plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
         lost_after_s: float = LOST_AFTER_S,
@@ -178,7 +111,7 @@ class ChatService:
         self._registry = registry
         self._client = client
         self._workflows = workflows
-        self._engine = engine
+        self._runs = runs
         self._plugins = plugins
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -202,6 +135,7 @@ class ChatService:
     async def start(self, owner_id: int, connector_id: str, request: ChatRequest) -> ChatHandle:
         """Create the chat (and a conversation when none is named) and run it in the
         background."""
+        self.conversations.check_files(owner_id, request.messages)
         resolved = self.bots.resolve(owner_id, request.bot_id, connector_id)
         spec = self._model(resolved.config)
         conversation = self._conversation(owner_id, connector_id, request)
@@ -271,7 +205,7 @@ class ChatService:
             output = tool_text(outputs[call["id"]])
             state.messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
             rows.append(
-                message_row(
+                new_message(
                     conversation,
                     NewMessage("user", output, "text", "tool_output", {"tool_call_id": call["id"]}),
                     now=self._clock(),
@@ -280,7 +214,7 @@ class ChatService:
                 )
             )
         state.pending = []
-        self.store.add_messages(rows)
+        self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
         tools = self._toolbox(owner_id, connector_id, state.config)
         channel = ChatChannel()
@@ -377,10 +311,7 @@ class ChatService:
         return task
 
     def _model(self, config: BotConfig) -> ModelSpec:
-        registry = self.registry
-        if config.model_id in ("", "default") and "default" not in registry:
-            return registry.default()
-        return registry.get(config.model_id)
+        return self.registry.resolve(config.model_id)
 
     def _conversation(
         self, owner_id: int, connector_id: str, request: ChatRequest
@@ -439,22 +370,20 @@ class ChatService:
         async def run(
             workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
         ) -> ToolOutcome:
-            if self._engine is None:
+            if self._runs is None:
                 return ToolOutcome("error: workflows are not available here", ok=False)
-            engine = self._engine()
-            run_id = await engine.start(
-                owner_id, spec, args, workflow_id=workflow_id, version=version
-            )
+            runs = self._runs()
+            run_id = await runs.start(owner_id, workflow_id, args, spec=spec, version=version)
             try:
-                info = await engine.wait(run_id)
+                info = await runs.wait(run_id)
             except asyncio.CancelledError:  # the chat was canceled: so is its workflow run
-                await asyncio.shield(engine.cancel(owner_id, run_id))
+                await asyncio.shield(runs.cancel(owner_id, run_id))
                 raise
             meta = {"execute_id": str(run_id), "status": info.status}
             if info.status == "succeeded":
                 return ToolOutcome(tool_text(info.outputs or {}), meta=meta)
             if info.status == "interrupted":
-                questions = [p.data for p in engine.store.pending(owner_id, run_id)]
+                questions = [p.data for p in runs.pending(owner_id, run_id)]
                 return ToolOutcome(
                     tool_text(
                         {

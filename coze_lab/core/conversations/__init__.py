@@ -16,6 +16,7 @@ from coze_lab.core.conversations.service import (
     NewMessage,
     message_info,
     message_row,
+    new_message,
     parse_message,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "NewMessage",
     "message_info",
     "message_row",
+    "new_message",
     "parse_message",
 ]

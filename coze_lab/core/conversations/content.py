@@ -39,6 +39,22 @@ def check_content(
     return content, content_type
 
 
+def file_ids(content: str, content_type: str) -> list[int]:
+    """The file ids an ``object_string`` message names (checked content only).
+
+    Example:
+        >>> file_ids('[{"type": "file", "file_id": "7"}]', "object_string")
+        [7]
+    """
+    if content_type != "object_string":
+        return []
+    return [
+        parse_id(part["file_id"], "file_id")
+        for part in _parts(content)
+        if part["type"] in ("image", "file", "audio") and "file_id" in part
+    ]
+
+
 def _parts(content: str) -> list[Mapping[str, Any]]:
     parts = parse_json(content, "object_string content")
     if not isinstance(parts, list) or not parts:

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, insert, select, update
 
 from coze_lab.core import connectors
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data
+from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits
@@ -122,6 +122,23 @@ def message_row(
     )
 
 
+def new_message(
+    conversation: ConversationInfo,
+    message: NewMessage,
+    *,
+    now: datetime,
+    chat_id: int | None = None,
+    bot_id: int | None = None,
+    message_id: int | None = None,
+) -> MessageInfo:
+    """A message about to be written to ``conversation`` (``add_messages`` writes it)."""
+    return message_info(
+        message_row(
+            conversation, message, now=now, chat_id=chat_id, bot_id=bot_id, message_id=message_id
+        )
+    )
+
+
 class ConversationService:
     """Conversation and message CRUD for one owner on one connector.
 
@@ -150,6 +167,15 @@ class ConversationService:
             return None
         check = self._check_file
         return lambda file_id: check(owner_id, file_id)
+
+    def check_files(self, owner_id: int, messages: Sequence[NewMessage]) -> None:
+        """NotFound for a file a message names that the owner cannot read."""
+        check = self.file_checker(owner_id)
+        if check is None:
+            return
+        for message in messages:
+            for file_id in file_ids(message.content, message.content_type):
+                check(file_id)
 
     # ---- conversations -------------------------------------------------------------------
     def create(
@@ -364,6 +390,75 @@ class ConversationService:
             kept.pop(0)  # an answer without its question would confuse the model
         return [message_info(r) for r in kept]
 
+    # ---- writes of a chat (the chat's transaction passes its connection) --------------------
+    def write_chat_start(
+        self,
+        connection: Any,
+        conversation: ConversationInfo,
+        *,
+        new: bool,
+        bot_id: int,
+        now: datetime,
+    ) -> None:
+        """A chat starts in ``conversation``: create it (``new``) or mark it updated."""
+        if new:
+            connection.execute(
+                insert(Conversation),
+                {
+                    "id": conversation.id,
+                    "owner_id": conversation.owner_id,
+                    "bot_id": bot_id,
+                    "connector_id": conversation.connector_id,
+                    "name": conversation.name,
+                    "meta_data": conversation.meta_data,
+                    "section_id": conversation.section_id,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            )
+        else:
+            connection.execute(
+                update(Conversation)
+                .where(Conversation.id == conversation.id)
+                .values(updated_at=now, bot_id=func.coalesce(Conversation.bot_id, bot_id))
+            )
+
+    def insert_messages(
+        self,
+        connection: Any,
+        owner_id: int,
+        messages: Sequence[MessageInfo],
+        *,
+        replacing: Sequence[int] = (),
+    ) -> None:
+        """Write messages inside the caller's transaction (plain INSERTs: a chat's hot path);
+        the messages ``replacing`` names (a chat's partial answers) are removed first."""
+        if replacing:
+            connection.execute(
+                delete(Message).where(Message.owner_id == owner_id, Message.id.in_(replacing))
+            )
+        if messages:
+            connection.execute(insert(Message), [_message_values(owner_id, m) for m in messages])
+
+    def add_messages(
+        self, owner_id: int, messages: Sequence[MessageInfo], *, replacing: Sequence[int] = ()
+    ) -> None:
+        """Write messages in a transaction of their own."""
+        if messages or replacing:
+            with self._db.write() as connection:
+                self.insert_messages(connection, owner_id, messages, replacing=replacing)
+
+    def put_message(self, connection: Any, owner_id: int, message: MessageInfo) -> None:
+        """Write ``message`` inside the caller's transaction, in place of the stored message
+        with its id if there is one (a chat's answer, rewritten as it streams)."""
+        kept = connection.execute(
+            update(Message)
+            .where(Message.id == message.id, Message.owner_id == owner_id)
+            .values(content=message.content, updated_at=message.updated_at)
+        ).rowcount
+        if not kept:
+            connection.execute(insert(Message), _message_values(owner_id, message))
+
     # ---- internals ----------------------------------------------------------------------------
     def _owned(
         self, session: Any, owner_id: int, connector_id: str, conversation_id: int
@@ -436,3 +531,22 @@ def message_info(row: Message) -> MessageInfo:
         updated_at=row.updated_at,
         reasoning_content=row.reasoning_content,
     )
+
+
+def _message_values(owner_id: int, info: MessageInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "owner_id": owner_id,
+        "conversation_id": info.conversation_id,
+        "section_id": info.section_id,
+        "chat_id": info.chat_id,
+        "bot_id": info.bot_id,
+        "role": info.role,
+        "type": info.type,
+        "content": info.content,
+        "content_type": info.content_type,
+        "meta_data": info.meta_data,
+        "created_at": info.created_at,
+        "updated_at": info.updated_at,
+        "reasoning_content": info.reasoning_content,
+    }

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Column,
     Connection,
     Float,
+    Index,
     MetaData,
     String,
     Table,
@@ -136,11 +137,13 @@ def sql_table(table_id: int, scene: str, fields: Sequence[Field]) -> Table:
     """The SQLAlchemy table of one scene's rows."""
     columns = [
         Column("id", BigInteger, primary_key=True, autoincrement=False),
-        Column("sys_uid", String(64), nullable=False, index=True),
+        Column("sys_uid", String(64), nullable=False),
         Column("created_at", UTCDateTime, nullable=False),
     ]
     columns += [Column(f.name, FIELD_TYPES[f.type], nullable=True) for f in fields]
-    return Table(physical_name(table_id, scene), MetaData(), *columns)
+    name = physical_name(table_id, scene)
+    # a user's rows in id order come from the index (a page never sorts the whole table)
+    return Table(name, MetaData(), *columns, Index(f"ix_{name}_uid_id", "sys_uid", "id"))
 
 
 class TableService:

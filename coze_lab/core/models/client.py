@@ -1,34 +1,44 @@
-"""The async model client: OpenAI-compatible chat completions through the ``openai`` SDK.
+"""The async model client: OpenAI-compatible chat completions, normalised results.
 
-The HTTP transport is injectable (``httpx.MockTransport`` in unit tests); everything else is
-the real SDK, so tests against :mod:`coze_lab.testing.model_server` exercise the real path.
+Two paths speak to the provider: by default this package's own lean HTTP client
+(:mod:`coze_lab.core.models.wire`: httpx and a small server-sent-events parser), or the
+official ``openai`` SDK (:mod:`coze_lab.core.models.sdk`, imported only when chosen). Both
+send the same request, normalise into the same types and raise the same errors. The HTTP
+transport is injectable (``httpx.MockTransport`` in unit tests); tests against
+:mod:`coze_lab.testing.model_server` exercise both real paths.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import socket
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import httpx
-import openai
 
-from coze_lab.core.models.errors import ModelError, redact
+from coze_lab import __version__
+from coze_lab.core.models.errors import ModelNotConfigured
 from coze_lab.core.models.spec import ModelSpec
-from coze_lab.core.models.types import (
-    Completion,
-    CompletionChunk,
-    ToolCall,
-    ToolCallDelta,
-    Usage,
-)
+from coze_lab.core.models.types import Completion, CompletionChunk
+from coze_lab.core.models.wire import ChatCompletions
 
 Message = Mapping[str, Any]
 IMAGE_OMITTED = "[image omitted: this model has no image understanding]"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
-PROVIDER_ERRORS = (openai.OpenAIError, httpx.HTTPError)
+BACKENDS = ("httpx", "openai")
+BACKEND_ENV = "COZE_LAB_MODEL_CLIENT"
+
+
+class _Backend(Protocol):
+    async def complete(
+        self, spec: ModelSpec, api_key: str, request: Mapping[str, Any]
+    ) -> Completion: ...
+
+    def stream(
+        self, spec: ModelSpec, api_key: str, request: Mapping[str, Any]
+    ) -> AsyncGenerator[CompletionChunk, None]: ...
 
 
 class ModelClient:
@@ -40,6 +50,10 @@ class ModelClient:
     messages are replaced by a short text note unless ``capabilities.image_understanding``.
     Provider failures raise :class:`ModelError` (kind ``connection``, ``timeout``, ``status``
     or ``protocol``); a declared but unset key variable raises ``ModelNotConfigured``.
+
+    ``backend``: ``"httpx"`` (the default: the lean path) or ``"openai"`` (the official SDK);
+    unset, the ``COZE_LAB_MODEL_CLIENT`` environment variable decides. Another value raises
+    ``ModelNotConfigured``, so a mistyped variable fails each chat with a clear message.
 
     Example:
         >>> async def demo(spec):  # doctest: +SKIP
@@ -55,13 +69,22 @@ class ModelClient:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         environ: Mapping[str, str] | None = None,
+        backend: str | None = None,
     ) -> None:
+        if backend is None:
+            backend = (os.environ if environ is None else environ).get(BACKEND_ENV) or "httpx"
+        if backend not in BACKENDS:
+            raise ModelNotConfigured(
+                f"the model client must be 'httpx' or 'openai' (ModelClient(backend=...) or "
+                f"{BACKEND_ENV}), not {backend!r}"
+            )
+        self.backend = backend
         self._transport = transport
         self._timeout = timeout
         self._max_retries = max_retries
         self._environ = environ
         self._http: httpx.AsyncClient | None = None
-        self._sdk_clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
+        self._wire: _Backend | None = None
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -74,7 +97,7 @@ class ModelClient:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
-        self._sdk_clients.clear()
+        self._wire = None
 
     async def complete(
         self,
@@ -98,12 +121,7 @@ class ModelClient:
         """  # noqa: E501
         api_key = spec.api_key(self._environ)
         request = build_request(spec, messages, tools, tool_choice, response_format, params)
-        sdk = self._sdk(spec, api_key)
-        try:
-            response = await sdk.chat.completions.create(**request)
-        except PROVIDER_ERRORS as exc:
-            raise to_model_error(exc, spec, api_key) from exc
-        return completion_from_response(response)
+        return await self._backend().complete(spec, api_key, request)
 
     async def stream(
         self,
@@ -129,34 +147,25 @@ class ModelClient:
         request = build_request(spec, messages, tools, tool_choice, response_format, params)
         request["stream"] = True
         request["stream_options"] = {"include_usage": True}
-        sdk = self._sdk(spec, api_key)
+        chunks = self._backend().stream(spec, api_key, request)
         try:
-            sdk_stream = await sdk.chat.completions.create(**request)
-        except PROVIDER_ERRORS as exc:
-            raise to_model_error(exc, spec, api_key) from exc
-        try:
-            async for raw in sdk_stream:
-                chunk = chunk_from_response(raw)
-                if chunk is not None:
-                    yield chunk
-        except PROVIDER_ERRORS as exc:
-            raise to_model_error(exc, spec, api_key) from exc
+            async for chunk in chunks:
+                yield chunk
         finally:
-            await sdk_stream.close()
+            await chunks.aclose()
 
-    def _sdk(self, spec: ModelSpec, api_key: str) -> openai.AsyncOpenAI:
-        key = (spec.base_url, api_key)
-        client = self._sdk_clients.get(key)
-        if client is None:
-            client = openai.AsyncOpenAI(
-                base_url=spec.base_url,
-                api_key=api_key,
-                http_client=self._http_client(),
-                max_retries=self._max_retries,
-                timeout=self._timeout,
-            )
-            self._sdk_clients[key] = client
-        return client
+    def _backend(self) -> _Backend:
+        if self._wire is None:
+            http = self._http_client()
+            if self.backend == "openai":
+                from coze_lab.core.models.sdk import OpenAISDK
+
+                self._wire = OpenAISDK(http, timeout=self._timeout, max_retries=self._max_retries)
+            else:
+                self._wire = ChatCompletions(
+                    http, max_retries=self._max_retries, user_agent=f"coze-lab/{__version__}"
+                )
+        return self._wire
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
@@ -169,7 +178,7 @@ class ModelClient:
             self._http = httpx.AsyncClient(
                 transport=transport,
                 timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)),
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                limits=limits,
                 follow_redirects=True,
             )
         return self._http
@@ -224,96 +233,3 @@ def _gate_images(message: Message) -> dict[str, Any]:
         for part in content
     ]
     return {**message, "content": parts}
-
-
-def completion_from_response(response: Any) -> Completion:
-    """Normalise an SDK ``ChatCompletion``."""
-    if not getattr(response, "choices", None):
-        raise ModelError("the model provider returned no choices", kind="protocol")
-    choice = response.choices[0]
-    message = choice.message
-    tool_calls = [
-        ToolCall(call.id or f"call_{i}", call.function.name, call.function.arguments or "")
-        for i, call in enumerate(message.tool_calls or [])
-        if getattr(call, "function", None) is not None
-    ]
-    finish = choice.finish_reason or ("tool_calls" if tool_calls else "stop")
-    return Completion(
-        content=message.content or "",
-        tool_calls=tool_calls,
-        usage=usage_from_response(response.usage) or Usage(),
-        finish_reason=finish,
-        model=response.model or "",
-    )
-
-
-def chunk_from_response(raw: Any) -> CompletionChunk | None:
-    """Normalise an SDK ``ChatCompletionChunk``; ``None`` when it carries nothing."""
-    usage = usage_from_response(getattr(raw, "usage", None))
-    if not raw.choices:
-        return CompletionChunk(usage=usage) if usage is not None else None
-    choice = raw.choices[0]
-    delta = choice.delta
-    deltas = [
-        ToolCallDelta(
-            index=call.index,
-            id=call.id,
-            name=call.function.name if call.function else None,
-            arguments_delta=(call.function.arguments or "") if call.function else "",
-        )
-        for call in (delta.tool_calls or [])
-    ]
-    return CompletionChunk(
-        content_delta=delta.content or "",
-        tool_call_deltas=deltas,
-        usage=usage,
-        finish_reason=choice.finish_reason,
-    )
-
-
-def usage_from_response(usage: Any) -> Usage | None:
-    """Normalise an SDK ``CompletionUsage`` (``None`` stays ``None``)."""
-    if usage is None:
-        return None
-    prompt = usage.prompt_tokens or 0
-    completion = usage.completion_tokens or 0
-    return Usage(prompt, completion, usage.total_tokens or prompt + completion)
-
-
-def to_model_error(exc: Exception, spec: ModelSpec, api_key: str | None) -> ModelError:
-    """Map an SDK or transport failure (:data:`PROVIDER_ERRORS`) to :class:`ModelError`.
-
-    The message names the model and endpoint and never contains the API key.
-    """
-    where = f"model '{spec.id}' at {spec.base_url}"
-    secrets = (api_key,)
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
-        return ModelError(f"{where} did not answer in time", kind="timeout")
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
-        cause = exc.__cause__ or exc
-        return ModelError(
-            redact(f"cannot connect to {where}: {type(cause).__name__}: {cause}", secrets),
-            kind="connection",
-        )
-    if isinstance(exc, openai.APIStatusError):
-        detail = redact(_provider_message(exc), secrets)
-        return ModelError(
-            f"{where} answered HTTP {exc.status_code}: {detail}",
-            kind="status",
-            provider_status=exc.status_code,
-        )
-    return ModelError(redact(f"{where} failed: {exc}", secrets), kind="protocol")
-
-
-def _provider_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(body.get("message"), str):
-            return body["message"]
-    if isinstance(body, str) and body.strip():
-        text = " ".join(re.sub(r"<[^>]*>", " ", body).split())
-        return text[:200] or exc.message
-    return exc.message

@@ -27,10 +27,7 @@ class RegistryCompleter:
     async def __call__(
         self, model_id: str, messages: list[dict[str, Any]], **params: Any
     ) -> tuple[str, dict[str, int]]:
-        if model_id in ("", "default") and "default" not in self.registry:
-            spec = self.registry.default()
-        else:
-            spec = self.registry.get(model_id)
+        spec = self.registry.resolve(model_id)
         if self._client is None:
             self._client = ModelClient()
         completion = await self._client.complete(spec, messages, **params)

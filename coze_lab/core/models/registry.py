@@ -8,7 +8,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coze_lab.core.models.errors import CONFIGURE_HINT, InvalidModelRegistry, ModelNotConfigured
+from coze_lab.core.models.errors import (
+    CONFIGURE_HINT,
+    NO_MODEL_CONFIGURED,
+    InvalidModelRegistry,
+    ModelNotConfigured,
+)
 from coze_lab.core.models.spec import ModelCapabilities, ModelSpec
 
 DEFAULT_ID = "default"
@@ -99,6 +104,22 @@ class ModelRegistry:
             return DEFAULT_ID
         return next(iter(self._specs), None)
 
+    def resolve(self, model_id: str) -> ModelSpec:
+        """The model a bot or node that names ``model_id`` runs on: the one rule for
+        ``"default"`` (or nothing): the model of that id if the registry has one, else the
+        registry's default model.
+
+        Example:
+            >>> local = ModelSpec(id="local", name="Local", base_url="http://127.0.0.1:9/v1",
+            ...                   model="llama3.1")
+            >>> registry = ModelRegistry([local])
+            >>> registry.resolve("").id, registry.resolve("default").id
+            ('local', 'local')
+        """
+        if model_id in ("", DEFAULT_ID) and DEFAULT_ID not in self._specs:
+            return self.default()
+        return self.get(model_id)
+
     def default(self) -> ModelSpec:
         """The model to use when a bot or node names none.
 
@@ -108,7 +129,7 @@ class ModelRegistry:
         """
         model_id = self.default_id
         if model_id is None:
-            raise ModelNotConfigured(f"no model is configured. {CONFIGURE_HINT}")
+            raise ModelNotConfigured(NO_MODEL_CONFIGURED)
         return self._specs[model_id]
 
 

@@ -56,6 +56,16 @@ class ModelSpec:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
 
+    @property
+    def where(self) -> str:
+        """How error messages name this model: its id and endpoint, never a key.
+
+        Example:
+            >>> ModelSpec(id="m", name="m", base_url="http://x/v1", model="m").where
+            "model 'm' at http://x/v1"
+        """
+        return f"model '{self.id}' at {self.base_url}"
+
     def api_key(self, environ: Mapping[str, str] | None = None) -> str:
         """The key to send: the value of ``api_key_env``, or a placeholder when none is declared.
 

@@ -1,4 +1,9 @@
-"""Normalised results of a model call, independent of the provider SDK's classes."""
+"""Normalised results of a model call, independent of the provider SDK's classes.
+
+The ``from_openai`` constructors read the OpenAI chat-completions shapes either as parsed
+JSON (mappings: the client's own HTTP path) or as ``openai`` SDK objects (attributes), so
+both paths normalise through the same code.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,20 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.total_tokens + other.total_tokens,
         )
+
+    @classmethod
+    def from_openai(cls, raw: Any) -> Usage | None:
+        """An OpenAI ``usage`` object (``None`` stays ``None``; a missing total is summed).
+
+        Example:
+            >>> Usage.from_openai({"prompt_tokens": 3, "completion_tokens": 2})
+            Usage(input_tokens=3, output_tokens=2, total_tokens=5)
+        """
+        if raw is None:
+            return None
+        prompt = _field(raw, "prompt_tokens") or 0
+        completion = _field(raw, "completion_tokens") or 0
+        return cls(prompt, completion, _field(raw, "total_tokens") or prompt + completion)
 
     def to_dict(self) -> dict[str, int]:
         """JSON-ready form."""
@@ -106,6 +125,37 @@ class Completion:
     finish_reason: str
     model: str = ""
 
+    @classmethod
+    def from_openai(cls, raw: Any) -> Completion:
+        """An OpenAI ``chat.completion``; :class:`ModelError` (protocol) without choices.
+
+        Example:
+            >>> Completion.from_openai({"model": "m", "choices": [
+            ...     {"message": {"content": "Hi"}, "finish_reason": "stop"}]}).content
+            'Hi'
+        """
+        choices = _field(raw, "choices")
+        if not choices:
+            raise ModelError("the model provider returned no choices", kind="protocol")
+        choice = choices[0]
+        message = _field(choice, "message") or {}
+        tool_calls = []
+        for i, call in enumerate(_field(message, "tool_calls") or ()):
+            function = _field(call, "function")
+            if function is not None:
+                name, arguments = _field(function, "name"), _field(function, "arguments")
+                tool_calls.append(
+                    ToolCall(_field(call, "id") or f"call_{i}", name, arguments or "")
+                )
+        return cls(
+            content=_field(message, "content") or "",
+            tool_calls=tool_calls,
+            usage=Usage.from_openai(_field(raw, "usage")) or Usage(),
+            finish_reason=_field(choice, "finish_reason")
+            or ("tool_calls" if tool_calls else "stop"),
+            model=_field(raw, "model") or "",
+        )
+
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation history."""
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -123,6 +173,48 @@ class CompletionChunk:
     tool_call_deltas: list[ToolCallDelta] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
+
+    @classmethod
+    def from_openai(cls, raw: Any) -> CompletionChunk | None:
+        """An OpenAI ``chat.completion.chunk``; ``None`` when it carries nothing.
+
+        A tool-call fragment without ``index`` (some providers omit it) takes its position.
+
+        Example:
+            >>> CompletionChunk.from_openai({"choices": [{"delta": {"content": "Hel"}}]})
+            CompletionChunk(content_delta='Hel', tool_call_deltas=[], usage=None, finish_reason=None)
+        """  # noqa: E501
+        usage = Usage.from_openai(_field(raw, "usage"))
+        choices = _field(raw, "choices")
+        if not choices:
+            return cls(usage=usage) if usage is not None else None
+        choice = choices[0]
+        delta = _field(choice, "delta") or {}
+        deltas = []
+        for position, call in enumerate(_field(delta, "tool_calls") or ()):
+            index = _field(call, "index")
+            function = _field(call, "function")
+            deltas.append(
+                ToolCallDelta(
+                    index=position if index is None else index,
+                    id=_field(call, "id"),
+                    name=_field(function, "name") if function else None,
+                    arguments_delta=(_field(function, "arguments") or "") if function else "",
+                )
+            )
+        return cls(
+            content_delta=_field(delta, "content") or "",
+            tool_call_deltas=deltas,
+            usage=usage,
+            finish_reason=_field(choice, "finish_reason"),
+        )
+
+
+def _field(raw: Any, name: str) -> Any:
+    """A field of a provider object: parsed JSON (a dict) or an ``openai`` SDK model."""
+    if type(raw) is dict:
+        return raw.get(name)
+    return getattr(raw, name, None)
 
 
 class ToolCallAccumulator:

@@ -34,8 +34,7 @@ from typing import IO, Any
 
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.json_input import check_depth
-from coze_lab.core.plugins.manifest import Manifest, parse_manifest
-from coze_lab.core.plugins.openapi import (
+from coze_lab.core.plugins.document import (
     ToolSpec,
     load_document,
     operation_count,
@@ -43,6 +42,7 @@ from coze_lab.core.plugins.openapi import (
     tools_from_document,
     validate_document,
 )
+from coze_lab.core.plugins.manifest import Manifest, parse_manifest
 from coze_lab.core.plugins.problems import PluginSpecError, Problem
 
 MiB = 1024 * 1024

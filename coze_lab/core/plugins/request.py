@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from coze_lab.core.plugins.openapi import FORM_TYPE, ToolSpec
+from coze_lab.core.plugins.document import FORM_TYPE, ToolSpec
 
 REDACTED = "***"
 

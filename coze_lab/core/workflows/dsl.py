@@ -61,7 +61,11 @@ def type_name(annotation: Any) -> str:
 
 
 class Workflow:
-    """A workflow under construction in a notebook; nodes chain in declaration order."""
+    """A workflow under construction; nodes chain in declaration order.
+
+    Running and publishing belong to the notebook layer (``cl.Workflow``, which adds
+    ``run``, ``run_local`` and ``publish``).
+    """
 
     def __init__(self, name: str, *, description: str = "") -> None:
         self.name = name
@@ -386,49 +390,8 @@ class Workflow:
         wf._tail = [(spec.nodes[-1].id, None)] if spec.nodes else []
         return wf
 
-    def run_local(self, **inputs: Any) -> Any:
-        """Run in-process with the same engine and store as the server; returns a LocalRun.
-
-        The run stops when it finishes or waits for a person: ``run.pending`` lists the
-        questions, ``run.resume(event_id, answer)`` continues it.
-        """
-        from coze_lab.local import default_host
-
-        return default_host().run(self.validate(), inputs)
-
-    def publish(self) -> dict[str, Any]:
-        """Save this definition as the stored workflow's draft and publish it.
-
-        Uses the same database as the lab server; the result names the workflow id (the
-        ``workflow_id`` of the Coze API) and the new version number.
-        """
-        from coze_lab.local import default_host
-
-        host = default_host()
-        info = host.runtime.workflows.save(host.user.id, self.to_json())
-        version = host.runtime.workflows.publish(host.user.id, info.id)
-        return {"workflow_id": str(info.id), "version": version, "name": info.name}
-
-    def run(self, **inputs: Any) -> Any:
-        """Run this definition on the server and return a live run widget at once.
-
-        The server found by ``cl.connect()`` (the lab's own, with no configuration) saves
-        the definition as the draft and executes it: the run survives kernel restarts,
-        and re-displaying ``cl.connect().run(run.id)`` reconnects to it.
-
-        >>> run = wf.run(doc="Hello world")     # doctest: +SKIP
-        >>> run.resume("yes")                    # doctest: +SKIP  (or answer in the widget)
-        """
-        from coze_lab.discovery import current
-        from coze_lab.widgets import RunWidget
-
-        studio = current()
-        saved = studio.save_workflow(self.to_json())
-        run_id = studio.start_run(saved["id"], inputs)
-        return RunWidget(run_id, studio=studio, definition=self.to_json())
-
     def _repr_markdown_(self) -> str:
-        from coze_lab.core.workflows.render import mermaid
+        from coze_lab.core.workflows.mermaid import mermaid
 
         return "```mermaid\n" + mermaid(self.spec()) + "\n```"
 

@@ -20,13 +20,14 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import CozeLabError, InvalidParameter, Unavailable
+from coze_lab.core.errors import QUESTION_EXPIRED, CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.net import OutboundPolicy, guarded_request
 from coze_lab.core.sandbox import Runner
+from coze_lab.core.workflows import events as ev
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
-from coze_lab.core.workflows.runs import (
+from coze_lab.core.workflows.run_store import (
     FINISHED,
     InterruptInfo,
     InterruptWrite,
@@ -52,7 +53,9 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-TERMINAL_EVENTS = ("done", "interrupted", "failed", "canceled")
+#: parsed definitions kept for the most recent runs
+SPEC_CACHE = 1024
+TERMINAL_EVENTS = ev.TERMINAL  # kept for callers of the old name
 
 
 class Completer(Protocol):
@@ -128,10 +131,11 @@ class _Context:
     ) -> tuple[str, dict[str, int]]:
         completer = self._engine.completer
         if completer is None:
-            raise Unavailable(
-                "no model is configured: set OPENAI_BASE_URL and OPENAI_API_KEY "
-                "or a model registry (see README, Models)"
-            )
+            # imported here: the models package loads the openai SDK, which the engine
+            # otherwise never needs
+            from coze_lab.core.models.errors import NO_MODEL_CONFIGURED
+
+            raise Unavailable(NO_MODEL_CONFIGURED)
         return await completer(model, messages, **params)
 
     async def run_child(self, spec: WorkflowSpec, inputs: dict[str, Any], key: str) -> ChildOutcome:
@@ -156,6 +160,7 @@ class _Context:
                 lease_s=engine.settings.lease_s,
                 parent=(self._run.id, child_key, self._run.root),
             )
+            engine._keep_spec(child_id, spec)
             child = store.get(child_id)
         elif child.status == "running":
             store.claim(child.id, engine.worker, engine.settings.lease_s)
@@ -209,7 +214,7 @@ class _Context:
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
-            "message",
+            ev.MESSAGE,
             {
                 "node_id": self._node.id,
                 "node_title": self._node.title,
@@ -254,6 +259,8 @@ class Engine:
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
+        #: run id → its parsed definition: a run's spec is parsed once, not per step
+        self._specs: dict[int, WorkflowSpec] = {}
 
     # ---- public operations --------------------------------------------------------------
     async def start(
@@ -264,9 +271,28 @@ class Engine:
         *,
         workflow_id: int | None = None,
         version: int | None = None,
+        ignore_undeclared: bool = False,
     ) -> int:
-        """Create a run and execute it in the background; return its id (execute_id)."""
+        """Create a run and execute it in the background; return its id (execute_id).
+
+        Inputs the start node does not declare are refused (a typo is caught), or with
+        ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
+        in the run's trace naming them.
+        """
         validate(spec)
+        notes: list[dict[str, Any]] = []
+        if ignore_undeclared and isinstance(inputs, dict):
+            declared = sorted(i.name for i in spec.inputs)
+            ignored = sorted(set(inputs) - set(declared))
+            inputs = {k: v for k, v in inputs.items() if k in declared}
+            if ignored:
+                notes.append(
+                    {
+                        "msg": f"ignored undeclared parameters {ignored}; "
+                        f"the start node declares {declared}",
+                        "ignored_parameters": ignored,
+                    }
+                )
         values = check_inputs(spec, inputs)
         definition = spec.to_dict()
         run_id = self.store.create(
@@ -277,7 +303,9 @@ class Engine:
             version=version,
             lease_owner=self.worker,
             lease_s=self.settings.lease_s,
+            notes=notes,
         )
+        self._keep_spec(run_id, spec)
         now = self.clock()
         self._launch(
             run_id,
@@ -299,18 +327,38 @@ class Engine:
         )
         return run_id
 
-    async def resume(self, owner_id: int, event_id: int, resume_data: Any) -> InterruptInfo:
-        """Answer a pending interrupt (once; a second answer is a Conflict) and continue."""
-        pending = self.store.interrupt(event_id, owner_id)
-        run = self.store.get(pending.run_id, owner_id, nodes=False)
-        node = WorkflowSpec.from_dict(run.definition).node(pending.node_id)
+    async def resume(
+        self,
+        owner_id: int,
+        event_id: int,
+        resume_data: Any,
+        *,
+        pending: InterruptInfo | None = None,
+        run: RunInfo | None = None,
+    ) -> InterruptInfo:
+        """Answer a pending interrupt (once; a second answer is a Conflict) and continue.
+
+        ``pending`` (and ``run``, its run) skip reading what the caller has read already.
+        """
+        if pending is None:
+            pending = self.store.interrupt(event_id, owner_id)
+        if run is None or run.id != pending.run_id:
+            run = (
+                None
+                if pending.run_id in self._specs
+                else self.store.get(pending.run_id, owner_id, nodes=False)
+            )
+        spec = self._specs[pending.run_id] if run is None else self.spec_of(run)
+        node = spec.node(pending.node_id)
         NODE_TYPES[node.type].check_resume(node, resume_data)
         info = self.store.resolve(event_id, owner_id, resume_data)
         # the root run drives the runs it started; a root still executing here picks the
         # answer up itself before it pauses
         root = info.root_run_id
         if self._continue(root):
-            await self._event(root, "resumed", {"event_id": str(event_id), "node_id": info.node_id})
+            await self._event(
+                root, ev.RESUMED, {"event_id": str(event_id), "node_id": info.node_id}
+            )
         return info
 
     def _continue(self, root: int) -> bool:
@@ -327,7 +375,7 @@ class Engine:
         if task is not None:
             task.cancel()
         if canceled:
-            await self._event(run_id, "canceled", {})
+            await self._event(run_id, ev.CANCELED, {})
         return canceled
 
     async def wait(self, run_id: int) -> RunInfo:
@@ -361,7 +409,7 @@ class Engine:
                 for item in self.store.events(run_id, last):
                     last = item[0]
                     yield item
-                    if item[1] in TERMINAL_EVENTS and not self._resumed_since(run_id, item):
+                    if item[1] in ev.TERMINAL and not self._resumed_since(run_id, item):
                         return
                 if run_id in self._tasks:
                     with contextlib.suppress(asyncio.TimeoutError):
@@ -381,7 +429,7 @@ class Engine:
 
     def _resumed_since(self, run_id: int, item: tuple[int, str, dict[str, Any]]) -> bool:
         """A pause that was answered already: a replay goes on to what followed it."""
-        if item[1] != "interrupted":
+        if item[1] != ev.INTERRUPTED:
             return False
         status = self.store.get(run_id, nodes=False).status
         return status == "running" or bool(self.store.events(run_id, item[0]))
@@ -401,11 +449,10 @@ class Engine:
         return taken
 
     async def _expired(self, info: InterruptInfo) -> None:
-        run = self.store.get(info.run_id, nodes=False)
-        node = WorkflowSpec.from_dict(run.definition).node(info.node_id)
+        node = self.spec_of(self.store.get(info.run_id, nodes=False)).node(info.node_id)
         await self._event(
             info.root_run_id,
-            "interrupt_expired",
+            ev.INTERRUPT_EXPIRED,
             {"event_id": str(info.event_id), "node_id": info.node_id},
         )
         if node.config.get("on_timeout") == "branch":
@@ -415,10 +462,10 @@ class Engine:
         elif self.store.fail_expired(info):
             await self._event(
                 info.root_run_id,
-                "failed",
+                ev.FAILED,
                 {
                     "error": {
-                        "code": 4301,
+                        "code": QUESTION_EXPIRED,
                         "msg": f"question on node '{info.node_id}' expired unanswered",
                     }
                 },
@@ -441,6 +488,19 @@ class Engine:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    def spec_of(self, run: RunInfo) -> WorkflowSpec:
+        """The run's parsed definition (parsed once per run and process)."""
+        spec = self._specs.get(run.id)
+        if spec is None:
+            spec = WorkflowSpec.from_dict(run.definition)
+            self._keep_spec(run.id, spec)
+        return spec
+
+    def _keep_spec(self, run_id: int, spec: WorkflowSpec) -> None:
+        if len(self._specs) >= SPEC_CACHE:
+            self._specs.pop(next(iter(self._specs)))
+        self._specs[run_id] = spec
 
     # ---- execution ----------------------------------------------------------------------
     def _launch(self, run_id: int, run: RunInfo | None = None) -> None:
@@ -497,17 +557,17 @@ class Engine:
     ) -> tuple[int, str, dict[str, Any]]:
         seq = self._next_seq(run.id)
         if status == "succeeded":
-            return seq, "done", {"outputs": outputs, "usage": usage}
+            return seq, ev.DONE, {"outputs": outputs, "usage": usage}
         if status == "failed":
-            return seq, "failed", {"error": error}
+            return seq, ev.FAILED, {"error": error}
         pending = [str(p.event_id) for p in self.store.pending(run.owner_id, run.id)]
-        return seq, "interrupted", {"pending": pending}
+        return seq, ev.INTERRUPTED, {"pending": pending}
 
     async def _outcome(
         self, run: RunInfo, records: dict[str, NodeRecord]
     ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
         try:
-            return await self._drive(run, WorkflowSpec.from_dict(run.definition), records)
+            return await self._drive(run, self.spec_of(run), records)
         except NodeFailed as failure:
             return "failed", None, {"code": 5100, "msg": str(failure), "node_id": failure.node.id}
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -607,14 +667,14 @@ class Engine:
                 write = NodeWrite(node.id, node.id, node.type, "skipped", exists=record is not None)
                 writes.append(write)
                 records[node.id] = write.record()
-                events.append(("node_skipped", {"node_id": node.id, "node_title": node.title}))
+                events.append((ev.NODE_SKIPPED, {"node_id": node.id, "node_title": node.title}))
                 queue.extend(graph.children[node.id])
                 continue
             active.add(node.id)
             launch.append(node)
             events.append(
                 (
-                    "node_started",
+                    ev.NODE_STARTED,
                     {"node_id": node.id, "node_title": node.title, "node_type": node.type},
                 )
             )
@@ -671,7 +731,7 @@ class Engine:
                 write,
                 [
                     (
-                        "interrupt",
+                        ev.INTERRUPT,
                         {
                             "event_id": str(p.event_id),
                             "type": p.type,
@@ -700,7 +760,7 @@ class Engine:
                 write,
                 [
                     (
-                        "interrupt",
+                        ev.INTERRUPT,
                         {
                             "event_id": str(pending.event_id),
                             "type": pending.type,
@@ -716,7 +776,7 @@ class Engine:
         if result.message is not None:
             events.append(
                 (
-                    "message",
+                    ev.MESSAGE,
                     {
                         "node_id": node.id,
                         "node_title": node.title,
@@ -727,7 +787,7 @@ class Engine:
             )
         events.append(
             (
-                "node_finished",
+                ev.NODE_FINISHED,
                 {
                     "node_id": node.id,
                     "node_title": node.title,

@@ -18,6 +18,9 @@ from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
 from coze_lab.store.models import WorkflowRecord, WorkflowVersion
 
+#: parsed published versions kept in memory
+VERSION_CACHE = 1024
+
 
 @dataclass(frozen=True)
 class WorkflowInfo:
@@ -119,14 +122,25 @@ class WorkflowService:
             row = self._owned(session, owner_id, workflow_id)
             if draft:
                 return WorkflowSpec.from_dict(row.draft), None
-            version = session.scalars(
-                select(WorkflowVersion)
+            version = session.execute(
+                select(WorkflowVersion.id, WorkflowVersion.version)
                 .where(WorkflowVersion.workflow_id == workflow_id)
                 .order_by(WorkflowVersion.version.desc())
+                .limit(1)
             ).first()
             if version is None:
                 raise NotFound(f"workflow {workflow_id} has no published version; publish it")
-            return WorkflowSpec.from_dict(version.definition), version.version
+            spec = self._versions.get(version.id)
+            if spec is None:  # versions never change: read and parse each one once
+                spec = WorkflowSpec.from_dict(
+                    session.scalar(
+                        select(WorkflowVersion.definition).where(WorkflowVersion.id == version.id)
+                    )
+                )
+                if len(self._versions) >= VERSION_CACHE:
+                    self._versions.pop(next(iter(self._versions)))
+                self._versions[version.id] = spec
+            return spec, version.version
 
     def _owned(self, session: Any, owner_id: int, workflow_id: int) -> WorkflowRecord:
         row = session.scalars(

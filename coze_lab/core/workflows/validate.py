@@ -7,6 +7,7 @@ from collections import defaultdict, deque
 
 from coze_lab.core.workflows.nodes import NODE_TYPES
 from coze_lab.core.workflows.nodes.code import compatible
+from coze_lab.core.workflows.nodes.composite import COMPOSITE_TYPES, inner_spec
 from coze_lab.core.workflows.spec import (
     NODE_ID,
     NodeSpec,
@@ -41,6 +42,8 @@ def validate(spec: WorkflowSpec, *, complete: bool = True) -> None:
         if kind is None:
             raise WorkflowDefinitionError(f"unknown node type '{node.type}'", node.id)
         node.error.check(node.id)
+        if node.type in COMPOSITE_TYPES:
+            _check_inner(node)
         kind.check(node)
         nodes[node.id] = node
     starts = [n.id for n in spec.nodes if n.type == "start"]
@@ -55,6 +58,15 @@ def validate(spec: WorkflowSpec, *, complete: bool = True) -> None:
         _check_complete(spec, nodes, starts, ancestors)
         key = id(spec)
         _VALID[key] = weakref.ref(spec, lambda _ref: _VALID.pop(key, None))
+
+
+def _check_inner(node: NodeSpec) -> None:
+    """The workflow a sub-workflow, loop or batch node runs must be valid on its own."""
+    spec = inner_spec(node)
+    try:
+        validate(spec)
+    except WorkflowDefinitionError as exc:
+        raise WorkflowDefinitionError(f"its workflow is invalid: {exc.msg}", node.id) from exc
 
 
 def _check_edges(spec: WorkflowSpec, nodes: dict[str, NodeSpec]) -> dict[str, set[str]]:

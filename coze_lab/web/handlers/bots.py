@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.chat import parse_chat_request
-from coze_lab.core.clock import to_unix
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
+from coze_lab.web.requests import parse_chat_request
+
+
+class BotsArea(CozeHandler):
+    """The studio's bots, their Playground conversations and chats (one Jupyter
+    authorizer resource for the area)."""
+
+    AUTH_RESOURCE = "coze_lab.bots"
 
 
 def _connector_ids(body: dict[str, Any]) -> list[str]:
@@ -21,8 +27,6 @@ def _connector_ids(body: dict[str, Any]) -> list[str]:
 
 
 class BotCreateHandler(CozeHandler):
-    SCOPE = "bots"
-
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -34,8 +38,6 @@ class BotCreateHandler(CozeHandler):
 
 
 class BotUpdateHandler(CozeHandler):
-    SCOPE = "bots"
-
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -44,8 +46,6 @@ class BotUpdateHandler(CozeHandler):
 
 
 class BotPublishHandler(CozeHandler):
-    SCOPE = "bots"
-
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -55,8 +55,6 @@ class BotPublishHandler(CozeHandler):
 
 
 class BotUnpublishHandler(CozeHandler):
-    SCOPE = "bots"
-
     def post(self, bot_id: str) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -69,8 +67,6 @@ class BotUnpublishHandler(CozeHandler):
 class BotOnlineInfoHandler(CozeHandler):
     """GET /v1/bot/get_online_info?bot_id=: the newest published configuration."""
 
-    SCOPE = "bots"
-
     def get(self) -> None:
         user = self.coze_user()
         bot_id = parse_id(self.get_query_argument("bot_id", None), "bot_id")
@@ -79,8 +75,6 @@ class BotOnlineInfoHandler(CozeHandler):
 
 class BotItemHandler(CozeHandler):
     """GET /v1/bots/{id}?is_published=: the published (default) or the draft configuration."""
-
-    SCOPE = "bots"
 
     def get(self, bot_id: str) -> None:
         user = self.coze_user()
@@ -91,8 +85,6 @@ class BotItemHandler(CozeHandler):
 
 class BotsHandler(CozeHandler):
     """GET /v1/bots?workspace_id=: a page of your bots."""
-
-    SCOPE = "bots"
 
     def get(self) -> None:
         user = self.coze_user()
@@ -112,8 +104,6 @@ class BotsHandler(CozeHandler):
 class PublishedBotsListHandler(CozeHandler):
     """GET /v1/space/published_bots_list: the older listing cozepy uses by default."""
 
-    SCOPE = "bots"
-
     def get(self) -> None:
         user = self.coze_user()
         space = self.get_query_argument("space_id", None)
@@ -132,17 +122,7 @@ class PublishedBotsListHandler(CozeHandler):
             ),
             page_size=_page_size(self, "page_size"),
         )
-        bots = [
-            {
-                "bot_id": str(b.id),
-                "bot_name": b.name,
-                "description": b.description,
-                "icon_url": b.icon_url,
-                "publish_time": str(to_unix(b.published_at) or ""),
-            }
-            for b in items
-        ]
-        self.reply({"space_bots": bots, "total": total})
+        self.reply({"space_bots": [serialize.space_bot(b) for b in items], "total": total})
 
 
 def _page_num(handler: CozeHandler) -> int:
@@ -155,10 +135,8 @@ def _page_size(handler: CozeHandler, name: str) -> int:
 
 
 # ---- studio (the lab's own front end) ---------------------------------------------------------
-class StudioBotsHandler(CozeHandler):
+class StudioBotsHandler(BotsArea):
     """GET: your bots (drafts). POST: create a bot from a Coze create body."""
-
-    AUTH_RESOURCE = "coze_lab.bots"
 
     def get(self) -> None:
         user = self.studio_user()
@@ -173,9 +151,7 @@ class StudioBotsHandler(CozeHandler):
         self.reply(serialize.bot(info), status=201)
 
 
-class StudioBotHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.bots"
-
+class StudioBotHandler(BotsArea):
     def get(self, bot_id: str) -> None:
         user = self.studio_user()
         self.reply(serialize.bot(self.runtime.bots.get(user.id, parse_id(bot_id, "bot_id"))))
@@ -191,9 +167,7 @@ class StudioBotHandler(CozeHandler):
         self.reply(None)
 
 
-class StudioBotPublishHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.bots"
-
+class StudioBotPublishHandler(BotsArea):
     def post(self, bot_id: str) -> None:
         user = self.studio_user()
         number = parse_id(bot_id, "bot_id")
@@ -203,14 +177,12 @@ class StudioBotPublishHandler(CozeHandler):
         )
 
 
-class StudioBotChatHandler(CozeHandler):
+class StudioBotChatHandler(BotsArea):
     """POST: chat with the bot's draft on the Playground connector (Coze's SSE events).
 
     Body: ``{"message": "...", "conversation_id"?, "custom_variables"?, "stream"?}`` or
     ``additional_messages`` as in ``/v3/chat``.
     """
-
-    AUTH_RESOURCE = "coze_lab.bots"
 
     async def post(self, bot_id: str) -> None:
         user = self.studio_user()
@@ -223,11 +195,7 @@ class StudioBotChatHandler(CozeHandler):
             ]
         body["bot_id"] = bot_id
         body.setdefault("stream", True)
-        request = parse_chat_request(
-            body,
-            body.get("conversation_id"),
-            check_file=self.runtime.conversations.file_checker(user.id),
-        )
+        request = parse_chat_request(body, body.get("conversation_id"))
         handle = await self.runtime.chats.start(user.id, connectors.PLAYGROUND, request)
         if request.stream:
             await stream_chat(self, handle)
@@ -235,9 +203,7 @@ class StudioBotChatHandler(CozeHandler):
             self.reply(serialize.chat(handle.chat))
 
 
-class StudioBotConversationsHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.bots"
-
+class StudioBotConversationsHandler(BotsArea):
     def get(self, bot_id: str) -> None:
         user = self.studio_user()
         items, has_more = self.runtime.conversations.list(
@@ -252,10 +218,8 @@ class StudioBotConversationsHandler(CozeHandler):
         )
 
 
-class StudioConversationMessagesHandler(CozeHandler):
+class StudioConversationMessagesHandler(BotsArea):
     """GET: a Playground conversation's messages, oldest first (``after_id`` pages on)."""
-
-    AUTH_RESOURCE = "coze_lab.bots"
 
     def get(self, conversation_id: str) -> None:
         user = self.studio_user()
@@ -279,9 +243,7 @@ class StudioConversationMessagesHandler(CozeHandler):
         )
 
 
-class StudioConversationClearHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.bots"
-
+class StudioConversationClearHandler(BotsArea):
     def post(self, conversation_id: str) -> None:
         user = self.studio_user()
         number = parse_id(conversation_id, "conversation_id")
@@ -289,9 +251,7 @@ class StudioConversationClearHandler(CozeHandler):
         self.reply({"id": str(section), "conversation_id": str(number)})
 
 
-class StudioChatCancelHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.bots"
-
+class StudioChatCancelHandler(BotsArea):
     async def post(self, chat_id: str) -> None:
         user = self.studio_user()
         body = self.json_body()

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from coze_lab.core.chat import ChatEvent, ChatHandle, parse_chat_request, parse_tool_outputs
+from coze_lab.core.chat import ChatEvent, ChatHandle
 from coze_lab.core.chat import events as ev
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
+from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
 from coze_lab.web.sse import send_event, start_stream
-
-
-def event_payload(event: ChatEvent) -> dict[str, Any] | str:
-    if event.chat is not None:
-        return serialize.chat(event.chat)
-    if event.message is not None:
-        return serialize.message(event.message)
-    return '"[DONE]"'
 
 
 async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
@@ -38,7 +31,7 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
         # events already waiting go out in one write
         backlog = sent < len(handle.channel.events)
         if not await send_event(
-            handler, None, event.event, event_payload(event), flush=not backlog
+            handler, None, event.event, serialize.chat_event(event), flush=not backlog
         ):
             return
     handler.finish()
@@ -47,16 +40,10 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
 class ChatHandler(CozeHandler):
     """POST /v3/chat: a chat with a published bot; streamed, or returned at once and polled."""
 
-    SCOPE = "chat"
-
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        request = parse_chat_request(
-            body,
-            self.get_query_argument("conversation_id", None),
-            check_file=self.runtime.conversations.file_checker(user.id),
-        )
+        request = parse_chat_request(body, self.get_query_argument("conversation_id", None))
         handle = await self.runtime.chats.start(user.id, self.connector(), request)
         if request.stream:
             await stream_chat(self, handle)
@@ -65,8 +52,6 @@ class ChatHandler(CozeHandler):
 
 
 class ChatRetrieveHandler(CozeHandler):
-    SCOPE = "chat"
-
     def get(self) -> None:
         self.reply(serialize.chat(self._chat()))
 
@@ -86,8 +71,6 @@ class ChatRetrieveHandler(CozeHandler):
 class ChatMessagesHandler(CozeHandler):
     """GET /v3/chat/message/list: what a chat wrote (answers, tool calls, tool results)."""
 
-    SCOPE = "chat"
-
     def get(self) -> None:
         user = self.coze_user()
         chat = self.runtime.chat_store.get(
@@ -101,8 +84,6 @@ class ChatMessagesHandler(CozeHandler):
 
 
 class ChatCancelHandler(CozeHandler):
-    SCOPE = "chat"
-
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -116,8 +97,6 @@ class ChatCancelHandler(CozeHandler):
 
 
 class ChatSubmitToolOutputsHandler(CozeHandler):
-    SCOPE = "chat"
-
     async def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()

@@ -16,8 +16,6 @@ def _optional_id(value: Any, name: str) -> int | None:
 
 
 class ConversationCreateHandler(CozeHandler):
-    SCOPE = "chat"
-
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -40,8 +38,6 @@ class ConversationCreateHandler(CozeHandler):
 
 
 class ConversationRetrieveHandler(CozeHandler):
-    SCOPE = "chat"
-
     def get(self) -> None:
         user = self.coze_user()
         conversation_id = parse_id(
@@ -53,8 +49,6 @@ class ConversationRetrieveHandler(CozeHandler):
 
 class ConversationsHandler(CozeHandler):
     """GET /v1/conversations?bot_id=: the caller's conversations with a bot, newest first."""
-
-    SCOPE = "chat"
 
     def get(self) -> None:
         user = self.coze_user()
@@ -81,8 +75,6 @@ class ConversationsHandler(CozeHandler):
 class ConversationHandler(CozeHandler):
     """PUT: rename. DELETE: delete the conversation with its messages and chats."""
 
-    SCOPE = "chat"
-
     def put(self, conversation_id: str) -> None:
         user = self.coze_user()
         body = self.json_body()
@@ -105,8 +97,6 @@ class ConversationHandler(CozeHandler):
 class ConversationClearHandler(CozeHandler):
     """POST /v1/conversations/{id}/clear: a new section; later chats see no earlier history."""
 
-    SCOPE = "chat"
-
     def post(self, conversation_id: str) -> None:
         user = self.coze_user()
         number = parse_id(conversation_id, "conversation_id")
@@ -114,9 +104,17 @@ class ConversationClearHandler(CozeHandler):
         self.reply({"id": str(section_id), "conversation_id": str(number)})
 
 
-class MessageCreateHandler(CozeHandler):
-    SCOPE = "chat"
+class MessageArea(CozeHandler):
+    """The message endpoints name the conversation (and the message) in the query."""
 
+    def _conversation_id(self) -> int:
+        return parse_id(self.get_query_argument("conversation_id", None), "conversation_id")
+
+    def _message_id(self) -> int:
+        return parse_id(self.get_query_argument("message_id", None), "message_id")
+
+
+class MessageCreateHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.create_message(
@@ -124,11 +122,8 @@ class MessageCreateHandler(CozeHandler):
         )
         self.reply(serialize.message(info))
 
-    def _conversation_id(self) -> int:
-        return parse_id(self.get_query_argument("conversation_id", None), "conversation_id")
 
-
-class MessageListHandler(MessageCreateHandler):
+class MessageListHandler(MessageArea):
     """POST /v1/conversation/message/list: cursor pages both ways (``before_id``/``after_id``)."""
 
     def post(self) -> None:
@@ -155,7 +150,7 @@ class MessageListHandler(MessageCreateHandler):
         )
 
 
-class MessageRetrieveHandler(MessageCreateHandler):
+class MessageRetrieveHandler(MessageArea):
     def get(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.get_message(
@@ -163,11 +158,8 @@ class MessageRetrieveHandler(MessageCreateHandler):
         )
         self.reply(serialize.message(info))
 
-    def _message_id(self) -> int:
-        return parse_id(self.get_query_argument("message_id", None), "message_id")
 
-
-class MessageModifyHandler(MessageRetrieveHandler):
+class MessageModifyHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.modify_message(
@@ -177,7 +169,7 @@ class MessageModifyHandler(MessageRetrieveHandler):
         self.reply(serialize.message(info), extra={"message": serialize.message(info)})
 
 
-class MessageDeleteHandler(MessageRetrieveHandler):
+class MessageDeleteHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.delete_message(

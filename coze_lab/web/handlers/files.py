@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tornado import web
 
-from coze_lab.core.errors import CozeLabError, PayloadTooLarge
+from coze_lab.core.errors import CozeLabError, FileTooLarge
 from coze_lab.core.files import Upload
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
@@ -24,7 +24,6 @@ class FileUploadHandler(CozeHandler):
     first chunk past it, chunked or not.
     """
 
-    SCOPE = "files"
     _reader: MultipartFileReader | None = None
     _failure: CozeLabError | None = None
     _upload: Upload | None = None
@@ -33,8 +32,8 @@ class FileUploadHandler(CozeHandler):
     def body_limit(self) -> int:
         return self.runtime.files.max_bytes + _MULTIPART_SLACK
 
-    def too_large(self) -> PayloadTooLarge:
-        return PayloadTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
+    def too_large(self) -> FileTooLarge:
+        return FileTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
 
     async def prepare(self) -> None:
         await super().prepare()
@@ -95,8 +94,6 @@ class FileUploadHandler(CozeHandler):
 
 
 class FileRetrieveHandler(CozeHandler):
-    SCOPE = "files"
-
     def get(self) -> None:
         user = self.coze_user()
         file_id = parse_id(self.get_query_argument("file_id", ""), "file_id")

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import html
-from dataclasses import asdict
 from typing import Any
 
-from coze_lab.core.clock import to_unix
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
-from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
 
 
-class _PluginHandler(CozeHandler):
+class PluginsArea(CozeHandler):
     AUTH_RESOURCE = "coze_lab.plugins"
 
     def _source(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -36,12 +34,12 @@ class _PluginHandler(CozeHandler):
         }
 
 
-class PluginsHandler(_PluginHandler):
+class PluginsHandler(PluginsArea):
     """GET: your plugins. POST: import one (``openapi`` text/object or ``url``, ``manifest``)."""
 
     def get(self) -> None:
         user = self.studio_user()
-        self.reply({"plugins": [plugin(p) for p in self.runtime.plugins.list(user.id)]})
+        self.reply({"plugins": [serialize.plugin(p) for p in self.runtime.plugins.list(user.id)]})
 
     async def post(self) -> None:
         user = self.studio_user()
@@ -52,15 +50,15 @@ class PluginsHandler(_PluginHandler):
         info = await self.runtime.plugins.import_plugin(
             user.id, credentials=credentials, **self._source(body)
         )
-        self.reply(plugin(info, full=True), status=201)
+        self.reply(serialize.plugin(info, full=True), status=201)
 
 
-class PluginItemHandler(_PluginHandler):
+class PluginItemHandler(PluginsArea):
     def get(self, plugin_id: str) -> None:
         user = self.studio_user()
         scene = self.get_query_argument("scene", "draft")
         info = self.runtime.plugins.get(user.id, parse_id(plugin_id, "plugin_id"), scene=scene)
-        self.reply(plugin(info, full=True))
+        self.reply(serialize.plugin(info, full=True))
 
     async def put(self, plugin_id: str) -> None:
         user = self.studio_user()
@@ -68,7 +66,7 @@ class PluginItemHandler(_PluginHandler):
         info = await self.runtime.plugins.update_draft(
             user.id, parse_id(plugin_id, "plugin_id"), **self._source(body)
         )
-        self.reply(plugin(info, full=True))
+        self.reply(serialize.plugin(info, full=True))
 
     def delete(self, plugin_id: str) -> None:
         user = self.studio_user()
@@ -76,14 +74,14 @@ class PluginItemHandler(_PluginHandler):
         self.reply(None)
 
 
-class PluginPublishHandler(_PluginHandler):
+class PluginPublishHandler(PluginsArea):
     def post(self, plugin_id: str) -> None:
         user = self.studio_user()
         number = self.runtime.plugins.publish(user.id, parse_id(plugin_id, "plugin_id"))
         self.reply({"version": number})
 
 
-class PluginCredentialsHandler(_PluginHandler):
+class PluginCredentialsHandler(PluginsArea):
     """PUT ``{"credentials": {"api_key": ...}}`` stores them encrypted; nothing reads them."""
 
     def put(self, plugin_id: str) -> None:
@@ -102,7 +100,7 @@ class PluginCredentialsHandler(_PluginHandler):
         self.reply(None)
 
 
-class PluginAuthorizeHandler(_PluginHandler):
+class PluginAuthorizeHandler(PluginsArea):
     """A fresh OAuth authorization URL for the current user to open."""
 
     def post(self, plugin_id: str) -> None:
@@ -115,17 +113,17 @@ class PluginAuthorizeHandler(_PluginHandler):
         self.reply({"authorization_url": url})
 
 
-class PluginCallsHandler(_PluginHandler):
+class PluginCallsHandler(PluginsArea):
     def get(self, plugin_id: str) -> None:
         user = self.studio_user()
         limit = int_value(
             self.get_query_argument("limit", None), "limit", default=20, low=1, high=100
         )
         calls = self.runtime.plugins.calls(user.id, parse_id(plugin_id, "plugin_id"), limit=limit)
-        self.reply({"calls": [call(c) for c in calls]})
+        self.reply({"calls": [serialize.call(c) for c in calls]})
 
 
-class PluginToolDebugHandler(_PluginHandler):
+class PluginToolDebugHandler(PluginsArea):
     """Call a tool from the studio: ``{"arguments": {...}, "scene": "draft"}``."""
 
     async def post(self, plugin_id: str, tool_id: str) -> None:
@@ -138,10 +136,10 @@ class PluginToolDebugHandler(_PluginHandler):
             body.get("arguments") or {},
             scene=body.get("scene", "draft"),
         )
-        self.reply(tool_result(result))
+        self.reply(serialize.tool_result(result))
 
 
-class OAuthCallbackHandler(_PluginHandler):
+class OAuthCallbackHandler(PluginsArea):
     """Where the OAuth provider sends the user back; the state proves who started it."""
 
     async def get(self) -> None:
@@ -156,46 +154,3 @@ class OAuthCallbackHandler(_PluginHandler):
             "<!doctype html><meta charset='utf-8'><title>Authorized</title>"
             f"<p>{html.escape(info.name)} is authorized. You can close this window.</p>"
         )
-
-
-def plugin(info: PluginInfo, *, full: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": str(info.id),
-        "name": info.name,
-        "description": info.description,
-        "manifest": info.manifest,
-        "server_url": info.server_url,
-        "online_version": info.online_version,
-        "auth": info.auth,
-        "tools": [
-            {
-                "id": str(t.id),
-                "name": t.name,
-                "description": t.description,
-                "method": t.method,
-                "path": t.path,
-                "parameters": t.parameters,
-            }
-            for t in info.tools
-        ],
-        "created_at": to_unix(info.created_at),
-        "updated_at": to_unix(info.updated_at),
-    }
-    if full:
-        out.update(openapi=info.openapi, version=info.version, warnings=info.warnings)
-    return out
-
-
-def tool_result(result: ToolResult) -> dict[str, Any]:
-    out = asdict(result)
-    out["call_id"] = None if result.call_id is None else str(result.call_id)
-    return out
-
-
-def call(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **row,
-        "id": str(row["id"]),
-        "tool_id": str(row["tool_id"]),
-        "created_at": to_unix(row["created_at"]),
-    }

@@ -8,6 +8,12 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value, optional_str, optional_str_list
 
 
+class TokensArea(CozeHandler):
+    """The studio's personal access tokens: one Jupyter authorizer resource for the area."""
+
+    AUTH_RESOURCE = "coze_lab.tokens"
+
+
 class HealthHandler(CozeHandler):
     """Version, user, database and sandbox health."""
 
@@ -20,10 +26,8 @@ class MeHandler(CozeHandler):
         self.reply(serialize.user(self.studio_user()))
 
 
-class TokensHandler(CozeHandler):
+class TokensHandler(TokensArea):
     """List the caller's personal access tokens, or create one (its secret shown once)."""
-
-    AUTH_RESOURCE = "coze_lab.tokens"
 
     def get(self) -> None:
         user = self.studio_user()
@@ -49,9 +53,7 @@ class TokensHandler(CozeHandler):
         self.reply(data, status=201)
 
 
-class TokenHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.tokens"
-
+class TokenHandler(TokensArea):
     def delete(self, token_id: str) -> None:
         user = self.studio_user()
         info = self.runtime.tokens.revoke(user.id, parse_id(token_id, "token_id"))

@@ -12,10 +12,14 @@ from coze_lab.web.params import int_value
 from coze_lab.web.sse import last_event_id, send_event, start_stream
 
 
-class WorkflowsHandler(CozeHandler):
-    """GET: your workflows. POST: save a definition (``wf.to_json()``) as a draft."""
+class WorkflowsArea(CozeHandler):
+    """The studio's workflows, runs and questions: one Jupyter authorizer resource for the area."""
 
     AUTH_RESOURCE = "coze_lab.workflows"
+
+
+class WorkflowsHandler(WorkflowsArea):
+    """GET: your workflows. POST: save a definition (``wf.to_json()``) as a draft."""
 
     def get(self) -> None:
         user = self.studio_user()
@@ -33,9 +37,7 @@ class WorkflowsHandler(CozeHandler):
         self.reply(serialize.workflow(info), status=201)
 
 
-class WorkflowItemHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class WorkflowItemHandler(WorkflowsArea):
     def get(self, workflow_id: str) -> None:
         user = self.studio_user()
         info = self.runtime.workflows.get(user.id, parse_id(workflow_id, "workflow_id"))
@@ -47,37 +49,33 @@ class WorkflowItemHandler(CozeHandler):
         self.reply(None)
 
 
-class WorkflowPublishHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class WorkflowPublishHandler(WorkflowsArea):
     def post(self, workflow_id: str) -> None:
         user = self.studio_user()
         number = self.runtime.workflows.publish(user.id, parse_id(workflow_id, "workflow_id"))
         self.reply({"version": number})
 
 
-class WorkflowDraftRunHandler(CozeHandler):
+class WorkflowDraftRunHandler(WorkflowsArea):
     """Run the draft (debugging from the lab); returns the execute_id at once."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     async def post(self, workflow_id: str) -> None:
         user = self.studio_user()
         body = self.json_body()
-        wid = parse_id(workflow_id, "workflow_id")
-        spec, _ = self.runtime.workflows.runnable(user.id, wid, draft=True)
-        inputs = body.get("parameters") or {}
-        run_id = await self.runtime.engine.start(user.id, spec, inputs, workflow_id=wid)
+        run_id = await self.runtime.runs.start(
+            user.id,
+            parse_id(workflow_id, "workflow_id"),
+            body.get("parameters") or {},
+            draft=True,
+        )
         self.reply({"execute_id": str(run_id)}, status=201)
 
 
-class RunsHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunsHandler(WorkflowsArea):
     def get(self) -> None:
         user = self.studio_user()
         raw = self.get_query_argument("workflow_id", None)
-        runs = self.runtime.engine.store.list(
+        runs = self.runtime.runs.list(
             user.id,
             workflow_id=None if raw is None else parse_id(raw, "workflow_id"),
             limit=int_value(
@@ -87,67 +85,55 @@ class RunsHandler(CozeHandler):
         self.reply({"runs": [serialize.run(r) for r in runs]})
 
 
-class RunHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunHandler(WorkflowsArea):
     def get(self, run_id: str) -> None:
         user = self.studio_user()
-        self.reply(
-            serialize.run(self.runtime.engine.store.get(parse_id(run_id, "run_id"), user.id))
-        )
+        self.reply(serialize.run(self.runtime.runs.get(user.id, parse_id(run_id, "run_id"))))
 
 
-class RunCancelHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class RunCancelHandler(WorkflowsArea):
     async def post(self, run_id: str) -> None:
         user = self.studio_user()
-        canceled = await self.runtime.engine.cancel(user.id, parse_id(run_id, "run_id"))
+        canceled = await self.runtime.runs.cancel(user.id, parse_id(run_id, "run_id"))
         self.reply({"canceled": canceled})
 
 
-class RunEventsHandler(CozeHandler):
+class RunEventsHandler(WorkflowsArea):
     """Every event of a run as SSE, from ``Last-Event-ID`` (or ``?after=``) on."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     async def get(self, run_id: str) -> None:
         user = self.studio_user()
-        rid = parse_id(run_id, "run_id")
-        self.runtime.engine.store.get(rid, user.id, nodes=False)  # ownership
         after = last_event_id(self) or int_value(
             self.get_query_argument("after", None), "after", default=0, low=0, high=2**31
         )
+        events = self.runtime.runs.events(user.id, parse_id(run_id, "run_id"), after)
         start_stream(self)
-        async for seq, event, data in self.runtime.engine.events(rid, after):
+        async for seq, event, data in events:
             if not await send_event(self, seq, event, data):
                 return
         self.finish()
 
 
-class InterruptsHandler(CozeHandler):
+class InterruptsHandler(WorkflowsArea):
     """Pending questions across all your runs (no need to catch them on a stream)."""
-
-    AUTH_RESOURCE = "coze_lab.workflows"
 
     def get(self) -> None:
         user = self.studio_user()
         raw = self.get_query_argument("run_id", None)
-        pending = self.runtime.engine.store.pending(
+        pending = self.runtime.runs.pending(
             user.id, None if raw is None else parse_id(raw, "run_id")
         )
         self.reply({"interrupts": [serialize.interrupt(p) for p in pending]})
 
 
-class InterruptResumeHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.workflows"
-
+class InterruptResumeHandler(WorkflowsArea):
     async def post(self, event_id: str) -> None:
         user = self.studio_user()
         body: dict[str, Any] = self.json_body()
         if "data" not in body:
             raise InvalidParameter("give the answer as {'data': ...}")
-        info = await self.runtime.engine.resume(
+        resumed = await self.runtime.runs.resume(
             user.id, parse_id(event_id, "event_id"), body["data"]
         )
+        info = resumed.interrupt
         self.reply({"execute_id": str(info.root_run_id), "event_id": str(info.event_id)})

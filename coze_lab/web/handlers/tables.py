@@ -9,10 +9,14 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
 
 
-class TablesHandler(CozeHandler):
-    """GET: your tables. POST: ``{name, fields: [{name, type, description?, required?}]}``."""
+class TablesArea(CozeHandler):
+    """The studio's user tables: one Jupyter authorizer resource for the area."""
 
     AUTH_RESOURCE = "coze_lab.tables"
+
+
+class TablesHandler(TablesArea):
+    """GET: your tables. POST: ``{name, fields: [{name, type, description?, required?}]}``."""
 
     def get(self) -> None:
         user = self.studio_user()
@@ -32,9 +36,7 @@ class TablesHandler(CozeHandler):
         self.reply(serialize.table(info), status=201)
 
 
-class TableHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.tables"
-
+class TableHandler(TablesArea):
     def get(self, table_id: str) -> None:
         user = self.studio_user()
         self.reply(
@@ -47,10 +49,8 @@ class TableHandler(CozeHandler):
         self.reply(None)
 
 
-class TableFieldsHandler(CozeHandler):
+class TableFieldsHandler(TablesArea):
     """POST: add fields to the draft."""
-
-    AUTH_RESOURCE = "coze_lab.tables"
 
     def post(self, table_id: str) -> None:
         user = self.studio_user()
@@ -60,9 +60,7 @@ class TableFieldsHandler(CozeHandler):
         self.reply(serialize.table(info))
 
 
-class TablePublishHandler(CozeHandler):
-    AUTH_RESOURCE = "coze_lab.tables"
-
+class TablePublishHandler(TablesArea):
     def post(self, table_id: str) -> None:
         user = self.studio_user()
         self.reply(
@@ -70,10 +68,8 @@ class TablePublishHandler(CozeHandler):
         )
 
 
-class TableRowsHandler(CozeHandler):
+class TableRowsHandler(TablesArea):
     """GET: rows (``?scene=draft|online&limit=``). POST: ``{values, scene?}`` adds one."""
-
-    AUTH_RESOURCE = "coze_lab.tables"
 
     def get(self, table_id: str) -> None:
         user = self.studio_user()

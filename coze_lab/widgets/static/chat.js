@@ -119,17 +119,88 @@ function messageView(m) {
   return bubble;
 }
 
+/** A question a tool's workflow waits on: choice buttons, a form, or free text. */
+function questionForm(q, answer) {
+  const data = q.data || {};
+  const box = h("div", {
+    class: "coze-form",
+    dataset: { testid: "coze-chat-question", eventId: q.event_id, runId: q.run_id },
+  });
+  const status = h("div", { class: "coze-form-status" });
+  const submit = (value, controls) => {
+    controls.forEach((c) => (c.disabled = true));
+    status.textContent = "sending…";
+    answer(q.event_id, value, (error) => {
+      status.textContent = error;
+      controls.forEach((c) => (c.disabled = false));
+    });
+  };
+  box.append(h("div", { class: "coze-form-node" }, `A workflow waits at ${q.node_title || "a question"}`));
+  if (q.type === "input") {
+    if (data.prompt) box.append(h("div", { class: "coze-form-question" }, data.prompt));
+    const fields = ((data.form && data.form.fields) || []).map((f) => {
+      const type = f.type || "string";
+      const input =
+        type === "boolean"
+          ? h("input", { type: "checkbox", name: f.name })
+          : h("input", { type: type === "string" ? "text" : "number", step: type === "integer" ? "1" : "any", name: f.name });
+      box.append(h("label", { class: "coze-form-field" }, h("span", {}, f.name), input));
+      return [f, input];
+    });
+    const button = h("button", { class: "coze-button coze-primary", type: "button" }, "Submit");
+    button.addEventListener("click", () => {
+      const value = {};
+      for (const [f, input] of fields) {
+        const type = f.type || "string";
+        if (type === "boolean") value[f.name] = input.checked;
+        else if (input.value === "") value[f.name] = null;
+        else if (type === "integer") value[f.name] = parseInt(input.value, 10);
+        else if (type === "number") value[f.name] = parseFloat(input.value);
+        else value[f.name] = input.value;
+      }
+      submit(value, [button]);
+    });
+    box.append(button);
+  } else {
+    box.append(h("div", { class: "coze-form-question" }, data.question || "(question)"));
+    if (Array.isArray(data.choices) && data.choices.length) {
+      const buttons = data.choices.map((c) => h("button", { class: "coze-button", type: "button", dataset: { choice: c } }, c));
+      buttons.forEach((b) => b.addEventListener("click", () => submit(b.dataset.choice, buttons)));
+      box.append(h("div", { class: "coze-choices" }, buttons));
+    } else {
+      const text = h("textarea", { rows: "2", placeholder: "Your answer" });
+      const button = h("button", { class: "coze-button coze-primary", type: "button" }, "Answer");
+      button.addEventListener("click", () => text.value.trim() && submit(text.value, [button, text]));
+      box.append(text, button);
+    }
+  }
+  box.append(status);
+  return box;
+}
+
 function render({ model, el }) {
   el.classList.add("coze-widget", "coze-chat");
   const title = h("div", { class: "coze-chat-title" });
   const log = h("div", { class: "coze-chat-log", dataset: { testid: "coze-chat-log" } });
   const error = h("div", { class: "coze-error" });
+  const questions = h("div", { class: "coze-chat-questions" });
+  const failures = new Map(); // event_id -> show(error) of a form waiting for the kernel
+  model.on("msg:custom", (msg) => {
+    if (msg && msg.type === "error" && failures.has(String(msg.event_id))) {
+      failures.get(String(msg.event_id))(msg.msg || "error");
+      failures.delete(String(msg.event_id));
+    }
+  });
+  const answer = (eventId, data, showError) => {
+    failures.set(String(eventId), showError);
+    model.send({ type: "answer", event_id: eventId, data });
+  };
   const input = h("textarea", { rows: "2", placeholder: "Message the bot (Enter to send)", dataset: { testid: "coze-chat-input" } });
   const send = h("button", { class: "coze-button coze-primary", type: "button", dataset: { testid: "coze-chat-send" } }, "Send");
   const cancel = h("button", { class: "coze-button", type: "button" }, "Cancel");
   const clear = h("button", { class: "coze-button", type: "button", title: "Start a new context; history stays" }, "Clear context");
   const history = h("button", { class: "coze-button", type: "button" }, "History");
-  el.append(title, log, error, h("div", { class: "coze-chat-input" }, input, h("div", { class: "coze-chat-actions" }, send, cancel, clear, history)));
+  el.append(title, log, questions, error, h("div", { class: "coze-chat-input" }, input, h("div", { class: "coze-chat-actions" }, send, cancel, clear, history)));
 
   const submit = () => {
     const text = input.value.trim();
@@ -160,8 +231,18 @@ function render({ model, el }) {
     send.disabled = status === "streaming";
     cancel.disabled = status !== "streaming";
   };
+  let shown = "";
+  const drawQuestions = () => {
+    const items = model.get("questions") || [];
+    const key = items.map((q) => q.event_id).join(",");
+    if (key === shown) return; // keep what the person is typing
+    shown = key;
+    questions.replaceChildren(...items.map((q) => questionForm(q, answer)));
+  };
   draw();
+  drawQuestions();
   for (const name of ["messages", "status", "error", "bot_name"]) model.on(`change:${name}`, draw);
+  model.on("change:questions", drawQuestions);
 }
 
 export default { render };

@@ -10,8 +10,36 @@ const STATUS_LABEL = {
   skipped: "skipped",
   interrupted: "needs you",
   canceled: "canceled",
+  not_run: "not run",
   connecting: "connecting",
 };
+
+/** A latency for a node box: "<1 ms", "4.2 ms", "63 ms", "1.4 s", "95 s". */
+export function formatMs(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(Number(ms))) return "";
+  const v = Number(ms);
+  if (v < 1) return "<1 ms";
+  if (v < 10) return `${v.toFixed(1)} ms`;
+  if (v < 1000) return `${Math.round(v)} ms`;
+  return v < 10000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v / 1000)} s`;
+}
+
+/** The run's error as a headline naming the node once, and the detail (e.g. a traceback). */
+export function describeError(error, nodes) {
+  if (!error) return null;
+  const msg = String(error.msg || error.message || JSON.stringify(error));
+  const id = error.node_id;
+  if (!id) return { headline: "Run failed", detail: msg };
+  const node = (nodes || []).find((n) => n.id === id);
+  const name = node && node.title && node.title !== id ? `${node.title} (${id})` : id;
+  // the engine's message already starts with "node 'id' failed: "; say it once
+  const prefix = `node '${id}' failed`;
+  let detail = msg;
+  if (detail.startsWith(prefix)) detail = detail.slice(prefix.length).replace(/^:?\s*/, "");
+  return { headline: `Node ${name} failed`, detail };
+}
+
+let clipSeq = 0;
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -79,7 +107,7 @@ function ranks(nodes, edges) {
   return rank;
 }
 
-const W = 128;
+const W = 156;
 const H = 46;
 const GX = 36;
 const GY = 14;
@@ -140,20 +168,43 @@ function renderGraph(model) {
     Object.entries({ x: p.x, y: p.y, width: W, height: H, rx: 7 }).forEach(([k, v]) =>
       rect.setAttribute(k, String(v))
     );
+    // nothing drawn in a node leaves its box
+    const clipId = `coze-run-clip-${++clipSeq}`;
+    const clip = document.createElementNS(ns, "clipPath");
+    clip.setAttribute("id", clipId);
+    const clipRect = document.createElementNS(ns, "rect");
+    Object.entries({ x: p.x + 4, y: p.y, width: W - 8, height: H }).forEach(([k, v]) =>
+      clipRect.setAttribute(k, String(v))
+    );
+    clip.append(clipRect);
+    const texts = document.createElementNS(ns, "g");
+    texts.setAttribute("clip-path", `url(#${clipId})`);
+    const latency = formatMs(n.latency_ms);
+    const room = latency ? 14 : 20; // characters of the title beside the latency
     const title = document.createElementNS(ns, "text");
     title.setAttribute("x", String(p.x + 8));
     title.setAttribute("y", String(p.y + 18));
     title.setAttribute("class", "coze-run-title");
-    title.textContent = n.title.length > 16 ? n.title.slice(0, 15) + "…" : n.title;
+    title.textContent = n.title.length > room ? n.title.slice(0, room - 1) + "…" : n.title;
     const sub = document.createElementNS(ns, "text");
     sub.setAttribute("x", String(p.x + 8));
     sub.setAttribute("y", String(p.y + 36));
     sub.setAttribute("class", "coze-run-sub");
-    const timing = n.latency_ms !== null && n.latency_ms !== undefined ? ` · ${n.latency_ms} ms` : "";
-    sub.textContent = `${n.type || ""} · ${STATUS_LABEL[n.status] || n.status}${timing}`;
+    sub.textContent = `${n.type || ""} · ${STATUS_LABEL[n.status] || n.status}`;
+    texts.append(title, sub);
+    if (latency) {
+      const time = document.createElementNS(ns, "text");
+      time.setAttribute("x", String(p.x + W - 8));
+      time.setAttribute("y", String(p.y + 18));
+      time.setAttribute("class", "coze-run-latency");
+      time.setAttribute("data-testid", "coze-run-latency");
+      time.textContent = latency;
+      texts.append(time);
+    }
     const tip = document.createElementNS(ns, "title");
-    tip.textContent = n.error ? `${n.id}: ${n.error}` : `${n.id} (${n.status})`;
-    g.append(rect, title, sub, tip);
+    const took = latency ? `, ${latency}` : "";
+    tip.textContent = n.error ? `${n.id}: ${n.error}` : `${n.id} (${n.status}${took})`;
+    g.append(clip, rect, texts, tip);
     svg.append(g);
   }
   wrap.append(svg);
@@ -272,25 +323,29 @@ function render({ model, el }) {
 
   const drawHeader = () => {
     const status = model.get("status");
+    const cancel = ["running", "interrupted"].includes(status)
+      ? h(
+          "button",
+          {
+            class: "coze-button coze-small",
+            type: "button",
+            dataset: { testid: "coze-run-cancel" },
+            onclick: () => model.send({ type: "cancel" }),
+          },
+          "Cancel"
+        )
+      : null;
     header.replaceChildren(
-      h("span", { class: "coze-run-name" }, model.get("name") || "workflow"),
+      ...[
+        h("span", { class: "coze-run-name" }, model.get("name") || "workflow"),
       h(
         "span",
         { class: `coze-pill coze-status-${status}`, dataset: { testid: "coze-run-status" } },
         STATUS_LABEL[status] || status
       ),
-      h("span", { class: "coze-run-id" }, `run ${model.get("run_id")}`),
-      ["running", "interrupted"].includes(status)
-        ? h(
-            "button",
-            {
-              class: "coze-button coze-small",
-              type: "button",
-              onclick: () => model.send({ type: "cancel" }),
-            },
-            "Cancel"
-          )
-        : null
+        h("span", { class: "coze-run-id" }, `run ${model.get("run_id")}`),
+        cancel,
+      ].filter(Boolean) // replaceChildren would write a null as the text "null"
     );
     el.dataset.status = status;
   };
@@ -322,12 +377,13 @@ function render({ model, el }) {
     const status = model.get("status");
     const error = model.get("error");
     if (status === "failed" && error) {
+      const { headline, detail } = describeError(error, model.get("nodes"));
       result.replaceChildren(
         h(
           "div",
           { class: "coze-error", dataset: { testid: "coze-run-error" } },
-          error.node_id ? `Node ${error.node_id} failed: ` : "Failed: ",
-          error.msg || JSON.stringify(error)
+          h("div", { class: "coze-error-headline" }, headline),
+          detail ? h("pre", { class: "coze-error-detail" }, detail) : null
         )
       );
     } else if (status === "succeeded") {

@@ -10,6 +10,8 @@ export interface IBot {
   name: string;
   description: string;
   version: string;
+  /** connector id -> the published version it serves (empty: never published) */
+  connectors?: Record<string, string>;
   prompt_info: { prompt: string };
   model_info: { model_id: string };
   variables: { keyword: string; default_value: string }[];
@@ -61,6 +63,39 @@ function parseVariables(text: string): { keyword: string; default_value: string 
     });
 }
 
+const CONNECTOR_NAMES: Record<string, string> = { '1024': 'API', '999': 'Web SDK' };
+const CONNECTOR_ORDER = ['1024', '999'];
+
+/** "published v2 · API, Web SDK" for a published bot, "draft" for one never published. */
+export function publishLabel(bot: IBot): string {
+  const connectors = Object.entries(bot.connectors ?? {});
+  if (!connectors.length) {
+    return 'draft';
+  }
+  const newest = Math.max(...connectors.map(([, version]) => Number(version) || 0));
+  const order = CONNECTOR_ORDER; // API first
+  const rank = (id: string): number => (order.includes(id) ? order.indexOf(id) : order.length);
+  const where = connectors
+    .map(([id]) => id)
+    .sort((a, b) => rank(a) - rank(b))
+    .map(id => CONNECTOR_NAMES[id] ?? id)
+    .join(', ');
+  return `published v${newest} · ${where}`;
+}
+
+function publishState(bot: IBot): HTMLElement {
+  const published = Object.keys(bot.connectors ?? {}).length > 0;
+  return h(
+    'span',
+    {
+      class: `jp-CozeLab-pill ${published ? 'jp-mod-succeeded' : ''}`,
+      testid: 'coze-lab-bot-state',
+      dataset: { published: published ? 'true' : 'false' }
+    },
+    publishLabel(bot)
+  );
+}
+
 /**
  * Bots section: list, create, edit prompt / model / variables, publish to the
  * API and Web SDK connectors, and a chat with the selected bot's draft
@@ -107,7 +142,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
             dataset: { botId: bot.bot_id, testid: 'coze-lab-bot' }
           },
           h('span', { class: 'jp-CozeLab-strong' }, bot.name),
-          h('span', { class: 'jp-CozeLab-detail' }, bot.version ? ` v${bot.version}` : ' draft'),
+          publishState(bot),
           h(
             'button',
             { class: 'jp-CozeLab-link', onclick: () => this._edit(bot) },

@@ -1,7 +1,7 @@
 import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { requestAPI } from '../api';
-import { errorBox, h, showError } from '../dom';
+import { errorBox, growingTextarea, h, showError } from '../dom';
 import { ICozeLabPanel } from '../tokens';
 
 interface IWorkflow {
@@ -339,7 +339,7 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
           control.value = String(spec.default);
         }
       } else if (type === 'string') {
-        control = h('input', { type: 'text' });
+        control = growingTextarea({ placeholder: 'text' });
         if (typeof spec.default === 'string') {
           control.value = spec.default;
         }
@@ -705,7 +705,7 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
           )
         );
       } else {
-        const text = h('input', { type: 'text', placeholder: 'Your answer' });
+        const text = growingTextarea({ placeholder: 'Your answer', testid: 'coze-lab-answer' });
         box.append(
           text,
           h(

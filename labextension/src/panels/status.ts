@@ -133,6 +133,28 @@ export class StatusPanel extends Widget implements ICozeLabPanel {
       sbParts.push(this._span(sb.error, 'coze-lab-sandbox-error', 'jp-CozeLab-detail'));
     }
     this._sandbox.replaceChildren(...sbParts);
+    this._fitContent();
+  }
+
+  /**
+   * Ask the sidebar for the height the whole status needs, so no row hides below the
+   * fold of its section (the other sections share what is left).
+   */
+  private _fitContent(): void {
+    requestAnimationFrame(() => {
+      const style = getComputedStyle(this.node);
+      const padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+      const needed = Array.from(this.node.children).reduce((sum, child) => {
+        const box = getComputedStyle(child);
+        const margins = parseFloat(box.marginTop) + parseFloat(box.marginBottom);
+        return sum + (child as HTMLElement).offsetHeight + margins;
+      }, padding);
+      const min = `${Math.ceil(needed)}px`;
+      if (this.node.style.minHeight !== min) {
+        this.node.style.minHeight = min;
+        this.parent?.fit();
+      }
+    });
   }
 
   private _clear(): void {
@@ -157,6 +179,7 @@ export class StatusPanel extends Widget implements ICozeLabPanel {
     }
     this._error.textContent = text;
     this._error.hidden = false;
+    this._fitContent();
   }
 
   private _field(list: HTMLElement, label: string, testid: string): HTMLElement {

@@ -4,7 +4,7 @@ import pytest
 
 from coze_lab.core import connectors
 from coze_lab.core.errors import InvalidParameter, NotFound
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 
 
 @pytest.fixture

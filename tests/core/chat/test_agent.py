@@ -6,12 +6,12 @@ import asyncio
 import json
 
 from coze_lab.core import connectors
-from coze_lab.core.chat import parse_chat_request
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from coze_lab.web.requests import parse_chat_request
 
 
-def chat(host: LocalHost, bot_id: int, text: str) -> tuple[list, object]:
+def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
     async def go():
         request = parse_chat_request(
             {
@@ -26,12 +26,12 @@ def chat(host: LocalHost, bot_id: int, text: str) -> tuple[list, object]:
     return host.call(go(), timeout=30)
 
 
-def make_bot(host: LocalHost, **body) -> int:
+def make_bot(host: InProcessHost, **body) -> int:
     user = host.user
     return host.runtime.bots.create(user.id, user.workspace_id, {"name": "b", **body}).id
 
 
-def test_the_tool_loop_is_bounded(agent_host: LocalHost, model_env: ModelServer) -> None:
+def test_the_tool_loop_is_bounded(agent_host: InProcessHost, model_env: ModelServer) -> None:
     bot_id = make_bot(
         agent_host,
         model_info_config={"model_id": "default", "max_tool_rounds": 2},
@@ -50,7 +50,7 @@ def test_the_tool_loop_is_bounded(agent_host: LocalHost, model_env: ModelServer)
     assert "tools" not in model_env.requests[-1]
 
 
-def test_model_failure_fails_the_chat_with_the_reason(agent_host: LocalHost, model_env) -> None:
+def test_model_failure_fails_the_chat_with_the_reason(agent_host: InProcessHost, model_env) -> None:
     bot_id = make_bot(agent_host)
     model_env.script([ErrorReply(500, "the provider is down")])
     events, chat_info = chat(agent_host, bot_id, "hi")
@@ -65,7 +65,7 @@ def test_model_failure_fails_the_chat_with_the_reason(agent_host: LocalHost, mod
     assert events[-1].event == "done"
 
 
-def test_cancel_keeps_the_partial_answer(agent_host: LocalHost, model_env: ModelServer) -> None:
+def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: ModelServer) -> None:
     bot_id = make_bot(agent_host)
     model_env.chunk_delay = 0.05
     model_env.script([TextReply(" ".join(f"w{i}" for i in range(100)))])
@@ -99,7 +99,7 @@ def test_cancel_keeps_the_partial_answer(agent_host: LocalHost, model_env: Model
     assert stored == "canceled"
 
 
-def test_a_paused_workflow_tool_reports_the_question(agent_host: LocalHost, model_env) -> None:
+def test_a_paused_workflow_tool_reports_the_question(agent_host: InProcessHost, model_env) -> None:
     import coze_lab as cl
 
     wf = cl.Workflow("ask_human")
@@ -121,7 +121,7 @@ def test_a_paused_workflow_tool_reports_the_question(agent_host: LocalHost, mode
 
 
 def test_cancel_during_a_workflow_tool_cancels_its_run(
-    agent_host: LocalHost, model_env: ModelServer
+    agent_host: InProcessHost, model_env: ModelServer
 ) -> None:
     import coze_lab as cl
 
@@ -168,7 +168,7 @@ def test_cancel_during_a_workflow_tool_cancels_its_run(
 
 
 def test_the_answer_is_kept_while_it_streams_and_replaced_when_done(
-    agent_host: LocalHost, model_env: ModelServer
+    agent_host: InProcessHost, model_env: ModelServer
 ) -> None:
     """Partial answers are written as the answer streams (a killed server loses at most
     half a second of it); the finished answer takes their place, and text said before tool

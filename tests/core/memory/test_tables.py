@@ -4,7 +4,7 @@ import pytest
 
 from coze_lab.core.errors import Conflict, InvalidParameter, NotFound
 from coze_lab.core.memory import TableService
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 
 FIELDS = [
     {"name": "customer", "type": "text", "required": True},

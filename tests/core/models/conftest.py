@@ -1,4 +1,7 @@
-"""A fresh local model server per test, and a client with retries off (errors arrive once)."""
+"""A fresh local model server per test, and a client with retries off (errors arrive once).
+
+Every client test runs twice: on the default lean HTTP path and on the ``openai`` SDK path.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,12 @@ def server() -> Iterator[ModelServer]:
         yield srv
 
 
+@pytest.fixture(params=["httpx", "openai"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest_asyncio.fixture
-async def client() -> AsyncIterator[ModelClient]:
-    async with ModelClient(max_retries=0, timeout=10) as model_client:
+async def client(backend: str) -> AsyncIterator[ModelClient]:
+    async with ModelClient(max_retries=0, timeout=10, backend=backend) as model_client:
         yield model_client

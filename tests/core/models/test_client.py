@@ -1,10 +1,12 @@
-"""ModelClient through the real openai SDK against the real local server (no mocks)."""
+"""ModelClient on both paths (lean httpx, the real openai SDK) against the real local server."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import time
 from contextlib import aclosing
 from dataclasses import replace
@@ -87,9 +89,9 @@ async def test_stream_deltas_concatenate_and_report_usage(
 
 
 @pytest.mark.asyncio
-async def test_usage_missing_from_provider_is_zero() -> None:
+async def test_usage_missing_from_provider_is_zero(backend: str) -> None:
     with ModelServer(report_usage=False) as srv:
-        async with ModelClient(max_retries=0) as client:
+        async with ModelClient(max_retries=0, backend=backend) as client:
             done = await client.complete(srv.spec(), USER)
             chunks = await collect(client, srv.spec(), USER)
     assert done.usage == Usage(0, 0, 0)
@@ -229,13 +231,13 @@ async def test_parameters_merge_defaults_and_call_overrides(
 
 @pytest.mark.asyncio
 async def test_provider_error_becomes_model_error_without_key(
-    server: ModelServer,
+    server: ModelServer, backend: str
 ) -> None:
     key = "sk-test-SECRET-0123456789abcdef"
     env = {"DEMO_KEY": key}
     spec = server.spec(api_key_env="DEMO_KEY")
     server.script([ErrorReply(400, f"context too long for key {key}", "invalid_request_error")])
-    async with ModelClient(max_retries=0, environ=env) as client:
+    async with ModelClient(max_retries=0, environ=env, backend=backend) as client:
         with pytest.raises(ModelError) as caught:
             await client.complete(spec, USER)
     err = caught.value
@@ -249,16 +251,31 @@ async def test_provider_error_becomes_model_error_without_key(
 
 
 @pytest.mark.asyncio
-async def test_wrong_key_is_401_and_right_key_passes() -> None:
+async def test_a_provider_rate_limit_is_coze_4013(server: ModelServer, backend: str) -> None:
+    server.script([ErrorReply(429, "slow down", "rate_limit_exceeded")])
+    async with ModelClient(max_retries=0, backend=backend) as client:
+        with pytest.raises(ModelError) as caught:
+            await client.complete(server.spec(), USER)
+    assert (caught.value.code, caught.value.status, caught.value.provider_status) == (
+        4013,
+        502,
+        429,
+    )
+
+
+@pytest.mark.asyncio
+async def test_wrong_key_is_401_and_right_key_passes(backend: str) -> None:
     key = "sk-right-key-0123456789"
     with ModelServer(api_key=key) as srv:
         spec = srv.spec(api_key_env="MODEL_KEY")
-        async with ModelClient(max_retries=0, environ={"MODEL_KEY": "sk-wrong-key-987654321"}) as c:
+        async with ModelClient(
+            max_retries=0, environ={"MODEL_KEY": "sk-wrong-key-987654321"}, backend=backend
+        ) as c:
             with pytest.raises(ModelError) as caught:
                 await c.complete(spec, USER)
             with pytest.raises(ModelError) as caught_stream:
                 await collect(c, spec, USER)
-        async with ModelClient(max_retries=0, environ={"MODEL_KEY": key}) as c:
+        async with ModelClient(max_retries=0, environ={"MODEL_KEY": key}, backend=backend) as c:
             done = await c.complete(spec, USER)
     assert caught.value.provider_status == 401
     assert caught_stream.value.provider_status == 401
@@ -267,9 +284,11 @@ async def test_wrong_key_is_401_and_right_key_passes() -> None:
 
 
 @pytest.mark.asyncio
-async def test_unset_key_variable_is_model_not_configured(server: ModelServer) -> None:
+async def test_unset_key_variable_is_model_not_configured(
+    server: ModelServer, backend: str
+) -> None:
     spec = server.spec(api_key_env="COZE_LAB_TEST_UNSET_KEY")
-    async with ModelClient(environ={}) as client:
+    async with ModelClient(environ={}, backend=backend) as client:
         with pytest.raises(ModelNotConfigured, match="COZE_LAB_TEST_UNSET_KEY"):
             await client.complete(spec, USER)
         with pytest.raises(ModelNotConfigured):
@@ -300,12 +319,12 @@ async def test_wrong_path_is_a_status_error(server: ModelServer, client: ModelCl
 
 
 @pytest.mark.asyncio
-async def test_connection_refused_is_a_connection_error() -> None:
+async def test_connection_refused_is_a_connection_error(backend: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     spec = ModelSpec(id="gone", name="gone", base_url=f"http://127.0.0.1:{port}/v1", model="m")
-    async with ModelClient(max_retries=0) as client:
+    async with ModelClient(max_retries=0, backend=backend) as client:
         with pytest.raises(ModelError) as caught:
             await client.complete(spec, USER)
         with pytest.raises(ModelError) as caught_stream:
@@ -316,9 +335,9 @@ async def test_connection_refused_is_a_connection_error() -> None:
 
 
 @pytest.mark.asyncio
-async def test_timeout_is_a_timeout_error(server: ModelServer) -> None:
+async def test_timeout_is_a_timeout_error(server: ModelServer, backend: str) -> None:
     server.script([TextReply("late", delay=2.0)])
-    async with ModelClient(max_retries=0, timeout=0.3) as client:
+    async with ModelClient(max_retries=0, timeout=0.3, backend=backend) as client:
         started = time.monotonic()
         with pytest.raises(ModelError) as caught:
             await client.complete(server.spec(), USER)
@@ -329,9 +348,9 @@ async def test_timeout_is_a_timeout_error(server: ModelServer) -> None:
 
 
 @pytest.mark.asyncio
-async def test_retryable_errors_are_retried_by_the_sdk(server: ModelServer) -> None:
+async def test_retryable_errors_are_retried(server: ModelServer, backend: str) -> None:
     server.script([ErrorReply(503, "busy", retry=True), "after retry"])
-    async with ModelClient(max_retries=1) as client:
+    async with ModelClient(max_retries=1, backend=backend) as client:
         done = await client.complete(server.spec(), USER)
     assert done.content == "after retry"
     assert len(server.requests) == 2
@@ -392,3 +411,55 @@ async def test_fifty_concurrent_streams_complete(server: ModelServer, client: Mo
         assert text.startswith(f"[demo model] You said: request number {i} pad")
     assert server.completed == 50
     assert server.disconnects == 0
+
+
+@pytest.mark.asyncio
+async def test_provider_dropping_the_connection_mid_stream_is_a_connection_error(
+    server: ModelServer, client: ModelClient
+) -> None:
+    server.script([TextReply("one two three four five", disconnect_after=2)])
+    received: list[str] = []
+    with pytest.raises(ModelError) as caught:
+        async for chunk in client.stream(server.spec(), USER):
+            received.append(chunk.content_delta)
+    assert "".join(received) == "one two"
+    assert caught.value.kind == "connection"
+    assert caught.value.status == 502
+    # the pool recovers: the next call gets a fresh connection
+    assert (await client.complete(server.spec(), USER)).content.startswith("[demo model]")
+
+
+@pytest.mark.asyncio
+async def test_parameters_the_sdk_does_not_know_are_sent_too(
+    server: ModelServer, client: ModelClient
+) -> None:
+    spec = server.spec(parameters={"top_k": 5, "repetition_penalty": 1.1})
+    await client.complete(spec, USER)
+    await collect(client, spec, USER, min_p=0.05)
+    assert (server.requests[0]["top_k"], server.requests[0]["repetition_penalty"]) == (5, 1.1)
+    assert (server.requests[1]["top_k"], server.requests[1]["min_p"]) == (5, 0.05)
+
+
+def test_backend_comes_from_the_environment_and_is_checked() -> None:
+    assert ModelClient(environ={}).backend == "httpx"
+    assert ModelClient(environ={"COZE_LAB_MODEL_CLIENT": "openai"}).backend == "openai"
+    assert ModelClient(backend="openai", environ={"COZE_LAB_MODEL_CLIENT": "httpx"}).backend == (
+        "openai"
+    )
+    with pytest.raises(ModelNotConfigured, match=r"must be 'httpx' or 'openai'.*'requests'"):
+        ModelClient(backend="requests")
+    with pytest.raises(ModelNotConfigured, match=r"COZE_LAB_MODEL_CLIENT.*'sdk'"):
+        ModelClient(environ={"COZE_LAB_MODEL_CLIENT": "sdk"})
+
+
+def test_the_sdk_is_not_imported_until_chosen() -> None:
+    code = (
+        "import sys, coze_lab.core.models, coze_lab.core.chat, coze_lab.core.workflows\n"
+        "from coze_lab.core.models import ModelClient\n"
+        "ModelClient()._backend()\n"
+        "assert 'openai' not in sys.modules, 'openai imported'\n"
+        "ModelClient(backend='openai')._backend()\n"
+        "assert 'openai' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

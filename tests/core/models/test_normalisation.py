@@ -34,12 +34,12 @@ def chunk(delta: dict, finish: str | None = None, **extra: object) -> dict:
     }
 
 
-def client_for(handler: Callable[[httpx.Request], httpx.Response]) -> ModelClient:
-    return ModelClient(httpx.MockTransport(handler), max_retries=0)
+def client_for(handler: Callable[[httpx.Request], httpx.Response], backend: str) -> ModelClient:
+    return ModelClient(httpx.MockTransport(handler), max_retries=0, backend=backend)
 
 
 @pytest.mark.asyncio
-async def test_interleaved_tool_call_fragments() -> None:
+async def test_interleaved_tool_call_fragments(backend: str) -> None:
     """Providers may interleave fragments of parallel calls and repeat the name."""
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -53,7 +53,7 @@ async def test_interleaved_tool_call_fragments() -> None:
             chunk({}, "tool_calls"),
         )
 
-    async with client_for(handler) as client:
+    async with client_for(handler, backend) as client:
         chunks = [c async for c in client.stream(SPEC, USER)]
     from coze_lab.core.models import CompletionAccumulator
 
@@ -70,7 +70,7 @@ async def test_interleaved_tool_call_fragments() -> None:
 
 
 @pytest.mark.asyncio
-async def test_null_content_missing_usage_and_finish_reason() -> None:
+async def test_null_content_missing_usage_and_finish_reason(backend: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(
             200,
@@ -89,25 +89,25 @@ async def test_null_content_missing_usage_and_finish_reason() -> None:
             },
         )
 
-    async with client_for(handler) as client:
+    async with client_for(handler, backend) as client:
         done = await client.complete(SPEC, USER)
     assert (done.content, done.finish_reason, done.usage) == ("", "stop", Usage())
 
 
 @pytest.mark.asyncio
-async def test_no_choices_is_a_protocol_error() -> None:
+async def test_no_choices_is_a_protocol_error(backend: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}
         return httpx.Response(200, json=body)
 
-    async with client_for(handler) as client:
+    async with client_for(handler, backend) as client:
         with pytest.raises(ModelError, match="no choices") as caught:
             await client.complete(SPEC, USER)
     assert caught.value.kind == "protocol"
 
 
 @pytest.mark.asyncio
-async def test_html_error_page_and_key_shaped_text_are_cleaned() -> None:
+async def test_html_error_page_and_key_shaped_text_are_cleaned(backend: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         auth = request.headers["authorization"]
         return httpx.Response(
@@ -116,7 +116,9 @@ async def test_html_error_page_and_key_shaped_text_are_cleaned() -> None:
 
     env = {"K": "sk-mine-0123456789"}
     spec = ModelSpec(id="m", name="m", base_url="http://p.test/v1", model="m", api_key_env="K")
-    async with ModelClient(httpx.MockTransport(handler), max_retries=0, environ=env) as client:
+    async with ModelClient(
+        httpx.MockTransport(handler), max_retries=0, environ=env, backend=backend
+    ) as client:
         with pytest.raises(ModelError) as caught:
             await client.complete(spec, USER)
     msg = caught.value.msg
@@ -126,7 +128,7 @@ async def test_html_error_page_and_key_shaped_text_are_cleaned() -> None:
 
 
 @pytest.mark.asyncio
-async def test_transport_failure_mid_stream_is_a_connection_error() -> None:
+async def test_transport_failure_mid_stream_is_a_connection_error(backend: str) -> None:
     class Broken(httpx.AsyncByteStream):
         async def __aiter__(self):  # type: ignore[override]
             yield b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
@@ -137,7 +139,7 @@ async def test_transport_failure_mid_stream_is_a_connection_error() -> None:
         return httpx.Response(200, stream=Broken(), headers={"content-type": "text/event-stream"})
 
     received: list[str] = []
-    async with client_for(handler) as client:
+    async with client_for(handler, backend) as client:
         with pytest.raises(ModelError) as caught:
             async for c in client.stream(SPEC, USER):
                 received.append(c.content_delta)
@@ -146,7 +148,7 @@ async def test_transport_failure_mid_stream_is_a_connection_error() -> None:
 
 
 @pytest.mark.asyncio
-async def test_usage_without_total_is_summed() -> None:
+async def test_usage_without_total_is_summed(backend: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return sse(
             chunk({"content": "ok"}, "stop"),
@@ -157,6 +159,6 @@ async def test_usage_without_total_is_summed() -> None:
             },
         )
 
-    async with client_for(handler) as client:
+    async with client_for(handler, backend) as client:
         chunks = [c async for c in client.stream(SPEC, USER)]
     assert chunks[-1].usage == Usage(3, 2, 5)

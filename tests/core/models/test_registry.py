@@ -139,11 +139,16 @@ def test_unknown_model_says_how_to_configure(tmp_path: Path) -> None:
     with pytest.raises(ModelNotConfigured) as caught:
         registry.get("gpt-5")
     err = caught.value
-    assert (err.code, err.status) == (4050, 400)
+    assert (err.code, err.status) == (4012, 400)
     assert "model 'gpt-5' is not configured (configured: none)" in err.msg
     assert "OPENAI_API_KEY" in err.msg and "registry file" in err.msg
-    with pytest.raises(ModelNotConfigured, match="no model is configured"):
+    assert "docs/guides/models.md" in err.msg  # a page that exists (tests/test_docs.py)
+    with pytest.raises(ModelNotConfigured, match="no model is configured") as caught:
         registry.default()
+    # with nothing configured, the way to try it offline: the demo model, and how to start it
+    assert "demo model" in caught.value.msg
+    assert "python -m coze_lab.testing.model_server" in caught.value.msg
+    assert "COZE_LAB_DEFAULT_MODEL=coze-lab-demo" in caught.value.msg
 
 
 def test_default_model_from_env() -> None:

@@ -8,7 +8,7 @@ import pytest
 from coze_lab.config import CozeLab
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.plugins import PluginService
-from coze_lab.runtime import Runtime
+from coze_lab.services import Runtime
 from tests.core.plugins.servers import PluginTestServer
 from tests.support import FakeClock
 

@@ -9,7 +9,7 @@ import pytest
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.net import BlockedAddress
 from coze_lab.core.plugins import PluginService, PluginSpecError, Problem
-from coze_lab.core.plugins.openapi import load_document, tools_from_document, validate_document
+from coze_lab.core.plugins.document import load_document, tools_from_document, validate_document
 from tests.core.plugins.servers import PETS_YAML, SECURE_JSON, PluginTestServer
 
 

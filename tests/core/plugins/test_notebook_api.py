@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 import coze_lab as cl
-from coze_lab import local
-from coze_lab.runtime import Runtime
+from coze_lab.notebook import in_process as local
+from coze_lab.services import Runtime
 from tests.core.plugins.servers import PETS_YAML, SECURE_JSON, PluginTestServer
 
 
 @pytest.fixture
-def notebook(plugin_runtime: Runtime) -> Iterator[local.LocalHost]:
+def notebook(plugin_runtime: Runtime) -> Iterator[local.InProcessHost]:
     host = local.use_runtime(plugin_runtime, "alice")
     yield host
     host.close()
@@ -22,7 +22,7 @@ def notebook(plugin_runtime: Runtime) -> Iterator[local.LocalHost]:
 
 
 def test_plugin_from_a_file_called_and_used_in_a_workflow(
-        notebook: local.LocalHost, api: PluginTestServer, tmp_path: Path) -> None:
+        notebook: local.InProcessHost, api: PluginTestServer, tmp_path: Path) -> None:
     spec = tmp_path / "pets.yaml"
     spec.write_text(PETS_YAML.format(url=api.url))
     pets = cl.Plugin.from_openapi(spec, manifest={"name_for_human": "Pets"})
@@ -44,7 +44,7 @@ def test_plugin_from_a_file_called_and_used_in_a_workflow(
     assert wf.run_local(pet=9).outputs == {"path": "/pets/9"}
 
 
-def test_plugin_from_a_dict_or_a_url_with_credentials(notebook: local.LocalHost,
+def test_plugin_from_a_dict_or_a_url_with_credentials(notebook: local.InProcessHost,
                                                       api: PluginTestServer) -> None:
     secure = cl.Plugin.from_openapi(
         {**SECURE_JSON, "servers": [{"url": api.url}]},

@@ -10,15 +10,15 @@ import pytest
 from sqlalchemy import select
 
 from coze_lab import Workflow, WorkflowDefinitionError
-from coze_lab.local import LocalHost
-from coze_lab.runtime import Runtime
+from coze_lab.notebook.in_process import InProcessHost
+from coze_lab.services import Runtime
 from coze_lab.store.models import PluginCall
 from tests.core.plugins.servers import ME_JSON, PETS_YAML, PluginTestServer, oauth_manifest
 
 
 @pytest.fixture
-def host(plugin_runtime: Runtime) -> Iterator[LocalHost]:
-    local = LocalHost(plugin_runtime, "alice")
+def host(plugin_runtime: Runtime) -> Iterator[InProcessHost]:
+    local = InProcessHost(plugin_runtime, "alice")
     yield local
     local.close()
 
@@ -35,7 +35,7 @@ def _pet_workflow(plugin_id: int) -> Workflow:
     return wf
 
 
-def test_plugin_node_calls_the_tool_and_traces_the_call(host: LocalHost,
+def test_plugin_node_calls_the_tool_and_traces_the_call(host: InProcessHost,
                                                         api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
     info = host.call(plugins.import_plugin(host.user.id, openapi=PETS_YAML.format(url=api.url)))
@@ -50,7 +50,7 @@ def test_plugin_node_calls_the_tool_and_traces_the_call(host: LocalHost,
         assert call.scene == "draft" and call.request["headers"]["X-Trace"] == "wf"
 
 
-def test_a_failed_call_fails_the_node_or_takes_its_error_branch(host: LocalHost,
+def test_a_failed_call_fails_the_node_or_takes_its_error_branch(host: InProcessHost,
                                                                 api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
     info = host.call(plugins.import_plugin(host.user.id, openapi=PETS_YAML.format(url=api.url)))
@@ -82,7 +82,7 @@ def test_plugin_node_definition_checks() -> None:
         wf.plugin("p", plugin=12, tool="t", scene="prod")
 
 
-def test_missing_oauth_authorization_interrupts_and_resumes(host: LocalHost,
+def test_missing_oauth_authorization_interrupts_and_resumes(host: InProcessHost,
                                                             api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
     info = host.call(plugins.import_plugin(

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.plugins import PluginService
-from coze_lab.core.plugins import service as plugin_service
+from coze_lab.core.plugins import catalog as plugin_service
 from coze_lab.store.models import PluginVersion
 from tests.core.plugins.servers import PluginTestServer
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.store.models import WorkflowRun
 from tests.core.workflows.composites import BATCHED, COUNTED, OUTER, REVIEWING, SUMMING
 
 
-def child_runs(host: LocalHost, root: int) -> int:
+def child_runs(host: InProcessHost, root: int) -> int:
     with host.runtime.db.transaction() as session:
         return session.execute(select(func.count()).select_from(WorkflowRun).where(
             WorkflowRun.root_run_id == root, WorkflowRun.id != root)).scalar_one()
 
 
-def test_a_question_inside_a_subworkflow_pauses_the_parent(host: LocalHost) -> None:
+def test_a_question_inside_a_subworkflow_pauses_the_parent(host: InProcessHost) -> None:
     run = host.run(OUTER.validate(), {"topic": "tea"})
     assert run.status == "interrupted"
     [question] = run.pending
@@ -28,7 +28,7 @@ def test_a_question_inside_a_subworkflow_pauses_the_parent(host: LocalHost) -> N
     assert child_runs(host, run.id) == 1
 
 
-def test_loop_runs_code_per_item_and_carries_a_variable(host: LocalHost) -> None:
+def test_loop_runs_code_per_item_and_carries_a_variable(host: InProcessHost) -> None:
     run = host.run(SUMMING.validate(), {"numbers": [1, 2, 3, 4]})
     assert run.status == "succeeded", run.error
     assert run.outputs["total"] == 10 and run.outputs["count"] == 4
@@ -37,14 +37,14 @@ def test_loop_runs_code_per_item_and_carries_a_variable(host: LocalHost) -> None
     assert child_runs(host, run.id) == 4
 
 
-def test_counted_loop_stops_at_break(host: LocalHost) -> None:
+def test_counted_loop_stops_at_break(host: InProcessHost) -> None:
     run = host.run(COUNTED.validate(), {"limit": 0})
     assert run.status == "succeeded", run.error
     assert run.outputs["count"] == 3
     assert [r["i"] for r in run.outputs["results"]] == [0, 1, 2]
 
 
-def test_batch_keeps_order_and_passes_extra_inputs(host: LocalHost) -> None:
+def test_batch_keeps_order_and_passes_extra_inputs(host: InProcessHost) -> None:
     words = ["a", "b", "c", "d", "e"]
     run = host.run(BATCHED.validate(), {"words": words})
     assert run.status == "succeeded", run.error
@@ -53,7 +53,7 @@ def test_batch_keeps_order_and_passes_extra_inputs(host: LocalHost) -> None:
     assert child_runs(host, run.id) == len(words)
 
 
-def test_questions_inside_a_loop_come_one_iteration_at_a_time(host: LocalHost) -> None:
+def test_questions_inside_a_loop_come_one_iteration_at_a_time(host: InProcessHost) -> None:
     run = host.run(REVIEWING.validate(), {"items": ["x", "y"]})
     assert [p.data["question"] for p in run.pending] == ["Keep x?"]
     run.resume(run.pending[0].event_id, "keep")
@@ -66,7 +66,7 @@ def test_questions_inside_a_loop_come_one_iteration_at_a_time(host: LocalHost) -
     assert child_runs(host, run.id) == 2  # the first iteration was not run again
 
 
-def test_canceling_a_run_cancels_its_children(host: LocalHost) -> None:
+def test_canceling_a_run_cancels_its_children(host: InProcessHost) -> None:
     run = host.run(OUTER.validate(), {"topic": "x"})
     assert host.call(host.runtime.engine.cancel(run.info.owner_id, run.id))
     with host.runtime.db.transaction() as session:

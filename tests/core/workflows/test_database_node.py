@@ -4,10 +4,10 @@ import pytest
 
 import coze_lab as cl
 from coze_lab.core.workflows import WorkflowDefinitionError
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 
 
-def test_a_workflow_writes_and_reads_a_user_table(host: LocalHost) -> None:
+def test_a_workflow_writes_and_reads_a_user_table(host: InProcessHost) -> None:
     tables = host.runtime.tables
     orders = tables.create(
         host.user.id, "orders", [{"name": "customer"}, {"name": "amount", "type": "number"}]
@@ -61,7 +61,7 @@ def test_database_node_definition_errors_name_the_node() -> None:
         wf.validate()
 
 
-def test_a_failing_custom_sql_node_shows_only_the_users_sql(host: LocalHost) -> None:
+def test_a_failing_custom_sql_node_shows_only_the_users_sql(host: InProcessHost) -> None:
     orders = host.runtime.tables.create(host.user.id, "orders", [{"name": "customer"}])
     wf = cl.Workflow("bad_sql")
     wf.inputs(customer=str)

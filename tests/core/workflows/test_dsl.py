@@ -7,7 +7,7 @@ import pytest
 
 import coze_lab as cl
 from coze_lab.core.workflows import WorkflowDefinitionError
-from coze_lab.core.workflows.render import mermaid
+from coze_lab.core.workflows.mermaid import mermaid
 from tests.core.workflows.examples import DOC_REVIEW
 
 

@@ -9,14 +9,17 @@ import pytest
 from sqlalchemy import select
 
 from coze_lab.core.errors import InvalidParameter
-from coze_lab.core.workflows.runs import InterruptGone, NodeWrite
-from coze_lab.local import LocalHost, LocalRun
+from coze_lab.core.workflows.run_store import InterruptGone, NodeWrite
+from coze_lab.notebook.in_process import InProcessHost, LocalRun
 from coze_lab.store.models import NodeRun, RunEvent
 from tests.core.workflows.examples import FAILING, PARALLEL, PATIENT, REVIEW, SLOW
 from tests.support import FakeClock
 
 
-def test_code_node_runs_in_the_sandbox_and_the_question_pauses(host: LocalHost) -> None:
+def test_code_node_runs_in_the_sandbox_and_the_question_pauses(
+    sandbox_host: InProcessHost,
+) -> None:
+    host = sandbox_host
     run = host.run(REVIEW.validate(), {"doc": "  a   short\n doc  "})
     assert run.status == "interrupted"
     assert run.nodes["tidy"].outputs == {"text": "a short doc", "words": 3}
@@ -29,7 +32,7 @@ def test_code_node_runs_in_the_sandbox_and_the_question_pauses(host: LocalHost) 
     assert run.outputs == {"text": "a short doc", "words": 3, "approved": "yes"}
 
 
-def test_completed_nodes_never_run_twice(host: LocalHost) -> None:
+def test_completed_nodes_never_run_twice(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x y"})
     before = run.nodes["tidy"]
     run.resume(run.pending[0].event_id, "no")
@@ -38,7 +41,7 @@ def test_completed_nodes_never_run_twice(host: LocalHost) -> None:
     assert after.started_at == before.started_at and after.finished_at == before.finished_at
 
 
-def test_node_records_hold_inputs_outputs_and_timing(host: LocalHost) -> None:
+def test_node_records_hold_inputs_outputs_and_timing(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "one two"})
     tidy = run.nodes["tidy"]
     assert tidy.inputs == {"doc": "one two"}
@@ -48,7 +51,7 @@ def test_node_records_hold_inputs_outputs_and_timing(host: LocalHost) -> None:
     assert approve.inputs == {"question": "Approve 'one two'?"}
 
 
-def test_a_wrong_answer_is_refused_and_keeps_the_question(host: LocalHost) -> None:
+def test_a_wrong_answer_is_refused_and_keeps_the_question(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     event_id = run.pending[0].event_id
     with pytest.raises(InvalidParameter, match="one of"):
@@ -58,7 +61,7 @@ def test_a_wrong_answer_is_refused_and_keeps_the_question(host: LocalHost) -> No
     assert run.status == "succeeded"
 
 
-def test_a_second_resume_is_refused(host: LocalHost) -> None:
+def test_a_second_resume_is_refused(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     event_id = run.pending[0].event_id
     run.resume(event_id, "yes")
@@ -67,7 +70,7 @@ def test_a_second_resume_is_refused(host: LocalHost) -> None:
     assert run.outputs["approved"] == "yes"
 
 
-def test_two_concurrent_resumes_exactly_one_wins(host: LocalHost) -> None:
+def test_two_concurrent_resumes_exactly_one_wins(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     event_id = run.pending[0].event_id
     engine = host.runtime.engine
@@ -86,7 +89,7 @@ def test_two_concurrent_resumes_exactly_one_wins(host: LocalHost) -> None:
     assert final.outputs["approved"] == winner.resume_data
 
 
-def test_parallel_questions_are_pending_at_once(host: LocalHost) -> None:
+def test_parallel_questions_are_pending_at_once(host: InProcessHost) -> None:
     run = host.run(PARALLEL.validate(), {"topic": "launch"})
     assert run.status == "interrupted"
     by_node = {p.node_id: p for p in run.pending}
@@ -99,7 +102,7 @@ def test_parallel_questions_are_pending_at_once(host: LocalHost) -> None:
     assert run.outputs == {"legal": "approved", "brand": "fine"}
 
 
-def test_retry_default_output_and_error_branch(host: LocalHost) -> None:
+def test_retry_default_output_and_error_branch(host: InProcessHost) -> None:
     run = host.run(FAILING.validate(), {"n": 3})
     assert run.status == "succeeded", run.error
     assert run.nodes["flaky"].attempts == 3  # retry=2
@@ -114,29 +117,31 @@ def test_retry_default_output_and_error_branch(host: LocalHost) -> None:
     assert events.count("node_skipped") == 1
 
 
-def test_timeout_fails_the_run_and_names_the_node(host: LocalHost) -> None:
+def test_timeout_fails_the_run_and_names_the_node(host: InProcessHost) -> None:
     run = host.run(SLOW.validate(), {"n": 1})
     assert run.status == "failed"
     assert run.error["node_id"] == "spin"
     assert "timed out" in run.error["msg"] or "timeout" in run.error["msg"]
 
 
-def test_bad_inputs_are_refused_before_anything_is_stored(host: LocalHost) -> None:
+def test_bad_inputs_are_refused_before_anything_is_stored(host: InProcessHost) -> None:
     for bad in ({}, {"doc": 5}, {"doc": "x", "extra": 1}):
         with pytest.raises(InvalidParameter):
             host.run(REVIEW.validate(), bad)
     assert host.runtime.engine.store.list(host.user.id) == []
 
 
-def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHost) -> None:
+def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: InProcessHost) -> None:
     store = host.runtime.engine.store
     spec = REVIEW.validate()
     run_id = store.create(
         host.user.id, spec.to_dict(), {"doc": "a b c"}, lease_owner="dead-worker", lease_s=-1
     )
-    store.commit_step(run_id, [NodeWrite("begin", "begin", "start", "succeeded",
-                                         outputs={"doc": "a b c"}, attempts=1)],
-                      [(1, "node_started", {"node_id": "tidy"})])
+    store.commit_step(
+        run_id,
+        [NodeWrite("begin", "begin", "start", "succeeded", outputs={"doc": "a b c"}, attempts=1)],
+        [(1, "node_started", {"node_id": "tidy"})],
+    )
     # the crash happened while tidy was running: started, never committed
 
     recovered = host.call(host.runtime.engine.recover())
@@ -149,7 +154,7 @@ def test_a_run_whose_worker_died_is_recovered_from_its_last_commit(host: LocalHo
     assert seqs == sorted(set(seqs)) and seqs[0] == 1  # numbering went on after the crash
 
 
-def test_a_live_lease_is_not_taken_over(host: LocalHost) -> None:
+def test_a_live_lease_is_not_taken_over(host: InProcessHost) -> None:
     store = host.runtime.engine.store
     run_id = store.create(
         host.user.id,
@@ -162,7 +167,7 @@ def test_a_live_lease_is_not_taken_over(host: LocalHost) -> None:
     assert not store.claim(run_id, "someone-else", 30)
 
 
-def test_cancel_stops_the_run_and_its_questions(host: LocalHost) -> None:
+def test_cancel_stops_the_run_and_its_questions(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     event_id = run.pending[0].event_id
     assert host.call(host.runtime.engine.cancel(run.info.owner_id, run.id))
@@ -171,7 +176,7 @@ def test_cancel_stops_the_run_and_its_questions(host: LocalHost) -> None:
     assert host.runtime.engine.store.get(run.id).status == "canceled"
 
 
-def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
+def test_questions_expire_visibly(host: InProcessHost, clock: FakeClock) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     event_id = run.pending[0].event_id
     clock.advance(timedelta(days=7, seconds=1))
@@ -180,11 +185,11 @@ def test_questions_expire_visibly(host: LocalHost, clock: FakeClock) -> None:
     host.call(host.runtime.engine.recover())
     assert host.runtime.engine.store.interrupt(event_id, run.info.owner_id).status == "expired"
     final = host.runtime.engine.store.get(run.id)
-    assert final.status == "failed" and final.error["code"] == 4301
+    assert final.status == "failed" and final.error["code"] == 4092
     assert "expired" in final.error["msg"]
 
 
-def test_an_expired_question_can_take_its_timeout_branch(host: LocalHost,
+def test_an_expired_question_can_take_its_timeout_branch(host: InProcessHost,
                                                          clock: FakeClock) -> None:
     run = host.run(PATIENT.validate(), {"item": "invoice"})
     assert run.status == "interrupted"
@@ -196,13 +201,13 @@ def test_an_expired_question_can_take_its_timeout_branch(host: LocalHost,
     assert final.nodes["ask"].port == "timeout" and final.nodes["approved"].status == "skipped"
 
 
-def test_an_answer_in_time_takes_the_normal_path(host: LocalHost) -> None:
+def test_an_answer_in_time_takes_the_normal_path(host: InProcessHost) -> None:
     run = host.run(PATIENT.validate(), {"item": "invoice"})
     run.resume(run.pending[0].event_id, "sure")
     assert run.outputs == {"outcome": "answered: sure"}
 
 
-def test_another_users_question_is_not_found(host: LocalHost) -> None:
+def test_another_users_question_is_not_found(host: InProcessHost) -> None:
     run = host.run(REVIEW.validate(), {"doc": "x"})
     stranger = host.runtime.identity.ensure_user("stranger")
     with pytest.raises(Exception, match="does not exist"):
@@ -216,3 +221,22 @@ def test_another_users_question_is_not_found(host: LocalHost) -> None:
             ).one()
             == "interrupted"
         )
+
+
+def test_undeclared_inputs_are_refused_unless_asked_to_ignore_them(host: InProcessHost) -> None:
+    with pytest.raises(InvalidParameter, match=r"unknown parameters \['nope'\]"):
+        host.run(PARALLEL.validate(), {"topic": "x", "nope": 1})
+
+    async def lenient() -> tuple[int, list]:
+        engine = host.runtime.engine
+        run_id = await engine.start(
+            host.user.id, PARALLEL.validate(), {"topic": "x", "nope": 1}, ignore_undeclared=True
+        )
+        await engine.wait(run_id)
+        return run_id, engine.store.events(run_id)
+
+    run_id, events = host.call(lenient())
+    assert events[0][:2] == (1, "note") and events[0][2]["ignored_parameters"] == ["nope"]
+    assert "nope" in events[0][2]["msg"] and "topic" in events[0][2]["msg"]
+    assert host.runtime.engine.store.get(run_id).inputs == {"topic": "x"}
+    assert [e[1] for e in events].count("note") == 1

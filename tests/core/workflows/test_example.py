@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import coze_lab as cl
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ModelServer
 from tests.core.workflows.examples import DOC_REVIEW
 
@@ -21,7 +21,7 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
         yield server
 
 
-def test_doc_review_runs_pauses_and_finishes(host: LocalHost, model_server: ModelServer) -> None:
+def test_doc_review_runs_pauses_and_finishes(host: InProcessHost, model_server: ModelServer) -> None:
     model_server.script(["The document says hello twice."])
     run = host.run(DOC_REVIEW.validate(), {"doc": "hello   hello\n world"})
     assert run.status == "interrupted", run.error
@@ -42,7 +42,7 @@ def test_doc_review_runs_pauses_and_finishes(host: LocalHost, model_server: Mode
 
 
 def test_model_errors_fail_the_llm_node_clearly(
-    host: LocalHost,
+    host: InProcessHost,
     model_server: ModelServer,
 ) -> None:
     from coze_lab.testing.model_server import ErrorReply
@@ -54,7 +54,7 @@ def test_model_errors_fail_the_llm_node_clearly(
     assert "context too long" in run.error["msg"]
 
 
-def test_no_model_configured_says_so(host: LocalHost, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_model_configured_says_so(host: InProcessHost, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "OPENAI_BASE_URL",
         "OPENAI_API_KEY",
@@ -89,7 +89,7 @@ def support_router() -> cl.Workflow:
     ("This is about an ORDER.", "orders desk", "order"),
     ('{"intent": "weather"}', "a person", "else"),
 ])
-def test_intent_node_routes_by_the_models_choice(host: LocalHost, model_server: ModelServer,
+def test_intent_node_routes_by_the_models_choice(host: InProcessHost, model_server: ModelServer,
                                                  reply: str, desk: str, intent: str) -> None:
     model_server.script([reply])
     run = host.run(support_router().validate(), {"message": "my parcel never came"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import coze_lab as cl
-from coze_lab.local import LocalHost
+from coze_lab.notebook.in_process import InProcessHost
 from tests.support import EchoServer
 
 
@@ -17,7 +17,7 @@ def fetcher(url: str, path: str = "/echo") -> cl.Workflow:
     return wf
 
 
-def test_http_node_calls_an_allowed_server(host: LocalHost) -> None:
+def test_http_node_calls_an_allowed_server(host: InProcessHost) -> None:
     host.runtime.config.outbound_allow = ["127.0.0.1/32"]
     with EchoServer() as echo:
         run = host.run(fetcher(echo.url).validate(), {"city": "Oslo"})
@@ -29,7 +29,7 @@ def test_http_node_calls_an_allowed_server(host: LocalHost) -> None:
     assert '"days"' in seen["body"] and "Oslo" in seen["body"]
 
 
-def test_http_node_refuses_loopback_by_default(host: LocalHost) -> None:
+def test_http_node_refuses_loopback_by_default(host: InProcessHost) -> None:
     with EchoServer() as echo:
         run = host.run(fetcher(echo.url).validate(), {"city": "Oslo"})
         assert echo.connections == 0
@@ -37,7 +37,7 @@ def test_http_node_refuses_loopback_by_default(host: LocalHost) -> None:
     assert run.error["node_id"] == "weather" and "refusing" in run.error["msg"]
 
 
-def test_an_error_status_is_an_output_not_a_failure(host: LocalHost) -> None:
+def test_an_error_status_is_an_output_not_a_failure(host: InProcessHost) -> None:
     host.runtime.config.outbound_allow = ["127.0.0.1/32"]
     with EchoServer() as echo:
         run = host.run(fetcher(echo.url, "/status?code=404").validate(), {"city": "x"})

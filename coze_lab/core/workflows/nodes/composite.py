@@ -24,18 +24,19 @@ MAX_CONCURRENCY = 32
 
 
 def inner_spec(node: NodeSpec) -> WorkflowSpec:
-    """The node's inner workflow (``config.definition``), checked."""
-    from coze_lab.core.workflows.validate import validate
-
+    """The node's inner workflow (``config.definition``), parsed. ``validate`` checks it
+    whole when it checks the outer workflow (a node kind does not call the validator)."""
     definition = node.config.get("definition")
     if not isinstance(definition, dict):
         raise WorkflowDefinitionError(f"{node.type} node needs a definition", node.id)
     try:
-        spec = WorkflowSpec.from_dict(definition)
-        validate(spec)
+        return WorkflowSpec.from_dict(definition)
     except WorkflowDefinitionError as exc:
         raise WorkflowDefinitionError(f"its workflow is invalid: {exc.msg}", node.id) from exc
-    return spec
+
+
+#: node types that run another workflow (``config.definition``)
+COMPOSITE_TYPES = ("subworkflow", "loop", "batch")
 
 
 def _end_outputs(node: NodeSpec) -> dict[str, str]:

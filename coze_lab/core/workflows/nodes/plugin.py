@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from coze_lab.core.errors import CozeLabError
@@ -16,8 +15,6 @@ from coze_lab.core.workflows.nodes.base import (
     require,
 )
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
-
-log = logging.getLogger("coze_lab.workflows")
 
 AUTHORIZATION = "authorization"
 
@@ -76,20 +73,3 @@ class PluginNode(NodeKind):
                 "latency_ms": result.latency_ms,
             }
         )
-
-
-async def resume_authorized(engine: Any, user_id: int, plugin_id: int) -> list[int]:
-    """Continue every run of ``user_id`` that waits for the authorization of ``plugin_id``."""
-    from coze_lab.core.workflows.runs import InterruptGone
-
-    resumed = []
-    for pending in engine.store.pending(user_id):
-        if pending.type != AUTHORIZATION or pending.data.get("plugin_id") != str(plugin_id):
-            continue
-        try:
-            await engine.resume(user_id, pending.event_id, {"authorized": True})
-        except InterruptGone:
-            continue  # resumed by someone else meanwhile
-        resumed.append(pending.event_id)
-        log.info("run %s resumed after plugin %s was authorized", pending.run_id, plugin_id)
-    return resumed

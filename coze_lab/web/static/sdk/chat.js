@@ -167,7 +167,9 @@ async function ask(text) {
     });
     if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
       const body = await response.json().catch(() => ({}));
-      if (response.status === 401) {
+      // a refused token: HTTP 401, or Coze's 4100 in the JSON body that answers a failed
+      // stream request (status 200, as on Coze)
+      if (response.status === 401 || body.code === 4100) {
         sessionStore.removeItem(tokenKey);
         token = "";
         $("token-form").hidden = false;

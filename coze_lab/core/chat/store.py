@@ -1,0 +1,320 @@
+"""Chat records: one row per agent run, written so a cancel always wins over a late finish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.conversations import (
+    ConversationInfo,
+    ConversationService,
+    MessageInfo,
+    NewMessage,
+    message_info,
+    new_message,
+)
+from coze_lab.core.errors import CozeLabError, NotFound
+from coze_lab.core.ids import new_id
+from coze_lab.store import Database
+from coze_lab.store.models import Chat, Message
+
+ACTIVE = ("created", "in_progress", "requires_action")
+FINAL = ("completed", "failed", "canceled")
+
+
+class NotCancelable(CozeLabError):
+    """Coze's code for a chat that has already finished (cozepy checks it)."""
+
+    code, status = 4104, 409
+
+
+@dataclass(frozen=True)
+class ChatInfo:
+    id: int
+    owner_id: int
+    conversation_id: int
+    section_id: int
+    bot_id: int
+    bot_version: int | None
+    connector_id: str
+    status: str
+    usage: dict[str, int] | None
+    last_error: dict[str, Any] | None
+    required_action: dict[str, Any] | None
+    meta_data: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    failed_at: datetime | None
+
+
+class NewChat:
+    """A chat about to be written; ``chat`` and ``messages`` describe it already."""
+
+    def __init__(
+        self,
+        store: ChatStore,
+        conversation: ConversationInfo,
+        row: Chat,
+        messages: list[MessageInfo],
+        bot_id: int,
+        now: datetime,
+        persist: bool,
+        new_conversation: bool,
+    ) -> None:
+        self._store = store
+        self._conversation = conversation
+        self._row = row
+        self._bot_id = bot_id
+        self._now = now
+        self._persist = persist
+        self._new_conversation = new_conversation
+        self.chat = _info(row)
+        self.messages = messages
+
+    def write(self) -> None:
+        """The chat, its request messages and (for a new one) its conversation, in one
+        transaction; the conversations service writes its own tables."""
+        conversations = self._store.conversations
+        with self._store.db.write() as connection:  # plain statements: every chat's path
+            conversations.write_chat_start(
+                connection,
+                self._conversation,
+                new=self._new_conversation,
+                bot_id=self._bot_id,
+                now=self._now,
+            )
+            connection.execute(insert(Chat), _values(self._row))
+            if self._persist:
+                conversations.insert_messages(
+                    connection, self._conversation.owner_id, self.messages
+                )
+
+
+class ChatStore:
+    """The chats table: one row per agent run (messages go through ``conversations``)."""
+
+    def __init__(
+        self, db: Database, conversations: ConversationService, *, clock: Clock = utcnow
+    ) -> None:
+        self.db = db
+        self.conversations = conversations
+        self._db = db
+        self._clock = clock
+
+    def prepare(
+        self,
+        conversation: ConversationInfo,
+        *,
+        bot_id: int,
+        bot_version: int | None,
+        messages: Sequence[NewMessage],
+        meta_data: dict[str, str],
+        persist: bool,
+        new_conversation: bool = False,
+    ) -> NewChat:
+        """The chat's rows, not written yet: ``write()`` writes them in one transaction.
+
+        The request's messages get their ids before the chat does, everything the chat
+        writes gets one after it: :meth:`messages` tells them apart by that.
+        """
+        now = self._clock()
+        message_ids = [new_id() for _ in messages]
+        row = Chat(
+            id=new_id(),
+            owner_id=conversation.owner_id,
+            conversation_id=conversation.id,
+            section_id=conversation.section_id,
+            bot_id=bot_id,
+            bot_version=bot_version,
+            connector_id=conversation.connector_id,
+            status="in_progress",
+            meta_data=meta_data,
+            created_at=now,
+            updated_at=now,
+        )
+        infos = [
+            new_message(conversation, m, now=now, chat_id=row.id, bot_id=bot_id, message_id=mid)
+            for mid, m in zip(message_ids, messages, strict=True)
+        ]
+        return NewChat(self, conversation, row, infos, bot_id, now, persist, new_conversation)
+
+    def add_messages(
+        self, owner_id: int, messages: Sequence[MessageInfo], *, replacing: Sequence[int] = ()
+    ) -> None:
+        """Write ``messages``, in place of the partial answers ``replacing`` names."""
+        self.conversations.add_messages(owner_id, messages, replacing=replacing)
+
+    def save_partial(self, chat_id: int, owner_id: int, answer: MessageInfo) -> bool:
+        """Keep the answer streamed so far (one message, rewritten as it grows) and mark the
+        chat alive, in one transaction; False (nothing written) once the chat has ended."""
+        with self._db.write() as connection:
+            alive = connection.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status == "in_progress")
+                .values(updated_at=self._clock())
+            ).rowcount
+            if not alive:
+                return False
+            self.conversations.put_message(connection, owner_id, answer)
+            return True
+
+    def finish(
+        self,
+        chat_id: int,
+        status: str,
+        *,
+        usage: dict[str, int] | None = None,
+        last_error: dict[str, Any] | None = None,
+        required_action: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+        messages: Sequence[MessageInfo] = (),
+        owner_id: int | None = None,
+        replacing: Sequence[int] = (),
+    ) -> ChatInfo | None:
+        """Record the outcome (and the last messages, in place of the partial answers
+        ``replacing`` names) unless the chat was canceled meanwhile; None when it was."""
+        now = self._clock()
+        values: dict[str, Any] = {
+            "status": status,
+            "usage": usage,
+            "last_error": last_error,
+            "required_action": required_action,
+            "state": state,
+            "updated_at": now,
+        }
+        if status == "completed":
+            values["completed_at"] = now
+        if status == "failed":
+            values["failed_at"] = now
+        with self._db.write() as connection:
+            done = connection.execute(
+                update(Chat).where(Chat.id == chat_id, Chat.status.in_(ACTIVE)).values(**values)
+            ).rowcount
+            if not done:
+                return None
+            if messages or replacing:
+                assert owner_id is not None, "messages need their owner"
+                self.conversations.insert_messages(
+                    connection, owner_id, messages, replacing=replacing
+                )
+            return _info(connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one())
+
+    def resume(self, chat_id: int) -> dict[str, Any] | None:
+        """Take a ``requires_action`` chat back to in_progress; its saved state, or None
+        when it was not waiting (a second submit loses)."""
+        with self._db.transaction() as session:
+            row = session.scalars(select(Chat).where(Chat.id == chat_id).with_for_update()).first()
+            if row is None or row.status != "requires_action":
+                return None
+            state = row.state
+            row.status = "in_progress"
+            row.required_action = None
+            row.state = None
+            row.updated_at = self._clock()
+            return state
+
+    def cancel(self, chat_id: int) -> ChatInfo:
+        now = self._clock()
+        with self._db.transaction() as session:
+            done = session.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status.in_(ACTIVE))
+                .values(status="canceled", updated_at=now, required_action=None, state=None)
+            ).rowcount
+            row = session.get(Chat, chat_id)
+            if not done:
+                raise NotCancelable(
+                    f"chat {chat_id} cannot be canceled: it is {row.status if row else 'gone'}"
+                )
+            return _info(row)
+
+    def status(self, chat_id: int) -> str | None:
+        with self._db.read() as connection:
+            return connection.scalar(select(Chat.status).where(Chat.id == chat_id))
+
+    def get(
+        self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
+    ) -> ChatInfo:
+        """The owner's chat on this connector (in this conversation, when one is named)."""
+        query = select(Chat).where(
+            Chat.id == chat_id, Chat.owner_id == owner_id, Chat.connector_id == connector_id
+        )
+        if conversation_id is not None:
+            query = query.where(Chat.conversation_id == conversation_id)
+        with self._db.reading() as session:
+            row = session.scalars(query).first()
+            if row is None:
+                raise NotFound(f"chat {chat_id} does not exist in this conversation")
+            return _info(row)
+
+    def messages(self, chat_id: int) -> list[MessageInfo]:
+        """What the chat wrote (Coze's ``/v3/chat/message/list``): answers, tool calls and
+        results, never the request's messages, questions or history the request supplied
+        (their ids precede the chat's: see :meth:`prepare`)."""
+        with self._db.reading() as session:
+            rows = session.scalars(
+                select(Message)
+                .where(Message.chat_id == chat_id, Message.id > chat_id, Message.type != "question")
+                .order_by(Message.id.asc())
+            )
+            return [message_info(r) for r in rows]
+
+    def touch(self, chat_id: int) -> None:
+        """A running chat's heartbeat (a chat that stops beating was lost with its server)."""
+        with self._db.write() as connection:
+            connection.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status == "in_progress")
+                .values(updated_at=self._clock())
+            )
+
+    def fail_stale(self, before: datetime) -> int:
+        """Fail the in-progress chats whose heartbeat stopped before ``before``; what they
+        streamed stays, as their partial answer."""
+        now = self._clock()
+        with self._db.write() as connection:
+            return connection.execute(
+                update(Chat)
+                .where(Chat.status == "in_progress", Chat.updated_at < before)
+                .values(
+                    status="failed",
+                    failed_at=now,
+                    updated_at=now,
+                    last_error={
+                        "code": 5000,
+                        "msg": "the server running this chat stopped; the answer so far is kept "
+                        "(marked partial); send the message again",
+                    },
+                )
+            ).rowcount
+
+
+def _values(row: Any) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+def _info(row: Any) -> ChatInfo:
+    return ChatInfo(
+        id=row.id,
+        owner_id=row.owner_id,
+        conversation_id=row.conversation_id,
+        section_id=row.section_id,
+        bot_id=row.bot_id,
+        bot_version=row.bot_version,
+        connector_id=row.connector_id,
+        status=row.status,
+        usage=row.usage,
+        last_error=row.last_error,
+        required_action=row.required_action,
+        meta_data=dict(row.meta_data or {}),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        completed_at=row.completed_at,
+        failed_at=row.failed_at,
+    )

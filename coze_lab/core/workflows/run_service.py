@@ -1,0 +1,175 @@
+"""The one door for workflow runs: start, resume, cancel, wait, events, get, list, pending.
+
+Every front door uses it: the Coze workflow API, the studio API, the notebook's in-process
+host, a bot's workflow tool and the plugin OAuth callback. It checks ownership and the
+workflow a run belongs to, reads each interrupt once, and leaves executing to the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.json_input import parse_json
+from coze_lab.core.workflows.engine import Engine
+from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
+from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, RunInfo
+from coze_lab.core.workflows.service import WorkflowService
+from coze_lab.core.workflows.spec import WorkflowSpec
+
+log = logging.getLogger("coze_lab.workflows")
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """An answered question: the interrupt, its (root) run, and the replay point."""
+
+    interrupt: InterruptInfo
+    #: the root run the answer continues (without node records)
+    run: RunInfo
+    #: the newest event before the answer: a stream that follows the run replays from here
+    after: int
+
+
+class RunService:
+    """Workflow runs of one deployment, always scoped to their owner.
+
+    Example:
+        >>> run_id = await runs.start(user.id, workflow_id, {"doc": "..."})   # doctest: +SKIP
+        >>> (await runs.wait(run_id)).status                                  # doctest: +SKIP
+        'interrupted'
+        >>> [q] = runs.pending(user.id, run_id)                               # doctest: +SKIP
+        >>> resumed = await runs.resume(user.id, q.event_id, "yes")           # doctest: +SKIP
+    """
+
+    def __init__(self, workflows: WorkflowService, engine: Engine | Callable[[], Engine]) -> None:
+        self._workflows = workflows
+        self._engine = engine
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of this event loop (created on first use by the runtime)."""
+        if not isinstance(self._engine, Engine):
+            self._engine = self._engine()
+        return self._engine
+
+    # ---- starting and waiting -------------------------------------------------------------
+    async def start(
+        self,
+        owner_id: int,
+        workflow_id: int | None,
+        inputs: dict[str, Any],
+        *,
+        draft: bool = False,
+        spec: WorkflowSpec | None = None,
+        version: int | None = None,
+        ignore_undeclared: bool = False,
+    ) -> int:
+        """Start a run and return its id (Coze's execute_id) at once.
+
+        The run uses the workflow's newest published version, its draft (``draft``), or
+        ``spec`` when one is given (a definition from a notebook, or one already resolved).
+        ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
+        does), noting them in the run's trace; otherwise they are refused.
+        """
+        if spec is None:
+            if workflow_id is None:
+                raise InvalidParameter("give a workflow_id or a definition")
+            spec, version = self._workflows.runnable(owner_id, workflow_id, draft=draft)
+        return await self.engine.start(
+            owner_id,
+            spec,
+            inputs,
+            workflow_id=workflow_id,
+            version=version,
+            ignore_undeclared=ignore_undeclared,
+        )
+
+    async def wait(self, run_id: int) -> RunInfo:
+        """The run once its current execution stops (finished, or waiting for a person)."""
+        return await self.engine.wait(run_id)
+
+    # ---- people's answers -------------------------------------------------------------------
+    async def resume(
+        self,
+        owner_id: int,
+        event_id: int,
+        data: Any,
+        *,
+        workflow_id: int | None = None,
+    ) -> Resumed:
+        """Answer a pending question once (a second answer is a Conflict) and continue.
+
+        ``workflow_id`` refuses an event of another workflow (the Coze API names both). An
+        input form's answer may come as JSON text, as Coze clients send it.
+        """
+        pending = self.engine.store.interrupt(event_id, owner_id)
+        run = self.engine.store.get(pending.root_run_id, owner_id, nodes=False)
+        if workflow_id is not None and run.workflow_id != workflow_id:
+            raise InvalidParameter("event_id does not belong to this workflow")
+        if pending.type == "input" and isinstance(data, str):
+            data = parse_json(data, "resume_data for an input form")
+        after = self.engine.store.last_seq(run.id)
+        info = await self.engine.resume(owner_id, event_id, data, pending=pending, run=run)
+        return Resumed(info, run, after)
+
+    async def resume_authorized(self, owner_id: int, plugin_id: int) -> list[int]:
+        """Continue every run of ``owner_id`` that waits for the authorization of a plugin
+        (the OAuth callback's door); returns the event ids answered."""
+        resumed = []
+        for pending in self.pending(owner_id):
+            if pending.type != AUTHORIZATION or pending.data.get("plugin_id") != str(plugin_id):
+                continue
+            try:
+                await self.engine.resume(
+                    owner_id, pending.event_id, {"authorized": True}, pending=pending
+                )
+            except InterruptGone:
+                continue  # answered by someone else meanwhile
+            resumed.append(pending.event_id)
+            log.info("run %s resumed after plugin %s was authorized", pending.run_id, plugin_id)
+        return resumed
+
+    async def cancel(self, owner_id: int, run_id: int) -> bool:
+        """Stop a run (and the runs it started) for real."""
+        return await self.engine.cancel(owner_id, run_id)
+
+    # ---- reading ----------------------------------------------------------------------------
+    def get(
+        self,
+        owner_id: int,
+        run_id: int,
+        *,
+        workflow_id: int | None = None,
+        nodes: bool = True,
+    ) -> RunInfo:
+        """The owner's run with its node records; ``workflow_id`` must match when given."""
+        info = self.engine.store.get(run_id, owner_id, nodes=nodes)
+        if workflow_id is not None and info.workflow_id != workflow_id:
+            raise InvalidParameter("execute_id does not belong to this workflow")
+        return info
+
+    def list(
+        self, owner_id: int, *, workflow_id: int | None = None, limit: int = 20
+    ) -> list[RunInfo]:
+        """The owner's newest runs (of one workflow, when given)."""
+        return self.engine.store.list(owner_id, workflow_id=workflow_id, limit=limit)
+
+    def pending(self, owner_id: int, run_id: int | None = None) -> list[InterruptInfo]:
+        """Open questions across the owner's runs, or of one run and the runs it started."""
+        return self.engine.store.pending(owner_id, run_id)
+
+    def events(
+        self, owner_id: int, run_id: int, after: int = 0
+    ) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+        """The owner's run's events after ``after``, then live until it stops or pauses
+        (NotFound at once for another user's run, before anything streams)."""
+        self.engine.store.get(run_id, owner_id, nodes=False)
+        return self.engine.events(run_id, after)
+
+    def follow(self, run_id: int, after: int = 0) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+        """Events of a run the caller has just started or resumed (its owner is known)."""
+        return self.engine.events(run_id, after)

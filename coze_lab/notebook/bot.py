@@ -1,0 +1,308 @@
+"""``cl.Bot``: define a bot in a notebook and chat with it, streamed.
+
+The bot lives on the server ``cl.connect()`` found (the lab's own, with no configuration),
+through the notebook's one transport, the studio API: it shows in the sidebar, its chats run
+on the server (a kernel restart loses nothing), and it can be published to the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from coze_lab.core import connectors
+from coze_lab.core.chat import events as ev
+from coze_lab.core.conversations import MessageInfo
+from coze_lab.core.workflows.dsl import Workflow
+from coze_lab.notebook.http import SseEvent, StudioClient
+
+
+class Bot:
+    """A bot: prompt, model, variables, workflow tools and client functions.
+
+    Example:
+        >>> import coze_lab as cl
+        >>> bot = cl.Bot("helper", prompt="You answer in one sentence, {{name}}.",
+        ...              variables={"name": "friend"})            # doctest: +SKIP
+        >>> for piece in bot.chat("What is WAL mode?"):          # doctest: +SKIP
+        ...     print(piece, end="")
+        >>> bot.publish()                                        # doctest: +SKIP
+        1
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        prompt: str = "",
+        description: str = "",
+        model: str = "default",
+        temperature: float | None = None,
+        variables: Mapping[str, str] | None = None,
+        workflows: Sequence[Workflow | str | int] = (),
+        functions: Sequence[Mapping[str, Any]] = (),
+        history_rounds: int = 10,
+        studio: StudioClient | None = None,
+        host: Any = None,
+    ) -> None:
+        self.name = name
+        self.prompt = prompt
+        self.description = description
+        self.model = model
+        self.temperature = temperature
+        self.variables = dict(variables or {})
+        self.workflows = list(workflows)
+        self.functions = [dict(f) for f in functions]
+        self.history_rounds = history_rounds
+        #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
+        self._studio = studio if studio is not None else None if host is None else host.studio
+        self._id: int | None = None
+        self.conversation_id: int | None = None
+
+    @property
+    def studio(self) -> StudioClient:
+        if self._studio is None:
+            from coze_lab.notebook.connect import current
+
+            self._studio = current()
+        return self._studio
+
+    @property
+    def id(self) -> str:
+        """The bot id (``bot_id`` in the Coze API); saving the bot first if needed."""
+        return str(self.save())
+
+    def save(self) -> int:
+        """Store this definition as the bot's draft (created on first save, by name after)."""
+        body = self._body()
+        if self._id is None:
+            existing = self.studio.request("GET", "bots", page_size=100)["bots"]
+            match = next((b for b in existing if b["name"] == self.name), None)
+            self._id = int(match["bot_id"]) if match else None
+        if self._id is None:
+            self._id = int(self.studio.create_bot(**body)["bot_id"])
+        else:
+            self.studio.update_bot(str(self._id), **body)
+        return self._id
+
+    def publish(self, connector_ids: Sequence[str] = connectors.PUBLISHABLE) -> int:
+        """Save, then publish the draft to the API (1024) and Web SDK (999) connectors."""
+        bot_id = self.save()
+        answer = self.studio.request(
+            "POST", f"bots/{bot_id}/publish", {"connector_ids": list(connector_ids)}, envelope=True
+        )
+        return int(answer["version"])
+
+    def chat(
+        self,
+        message: str,
+        *,
+        variables: Mapping[str, str] | None = None,
+        new_conversation: bool = False,
+    ) -> ChatReply:
+        """Send a message to the draft (Playground) and return the streaming reply.
+
+        The bot keeps one conversation across calls (``clear()`` starts a new context);
+        iterate the reply for the answer's pieces, or read ``reply.text`` to wait for it.
+        """
+        bot_id = self.save()
+        if new_conversation:
+            self.conversation_id = None
+        events = self.studio.chat_stream(
+            str(bot_id),
+            message,
+            conversation_id=None if self.conversation_id is None else str(self.conversation_id),
+            custom_variables=dict(variables or {}),
+        )
+        reply = ChatReply(events)
+        self.conversation_id = reply.chat.conversation_id
+        return reply
+
+    def clear(self) -> None:
+        """Start a new section: the next chat sees none of the earlier messages."""
+        if self.conversation_id is not None:
+            self.studio.clear(str(self.conversation_id))
+
+    def history(self) -> list[MessageInfo]:
+        """Every message of the current conversation, oldest first."""
+        if self.conversation_id is None:
+            return []
+        path = f"conversations/{self.conversation_id}/messages"
+        page = self.studio.request("GET", path, limit=50)
+        items = [message_info(m) for m in page["messages"]]
+        while page["has_more"]:
+            page = self.studio.request("GET", path, limit=50, after_id=page["last_id"])
+            items += [message_info(m) for m in page["messages"]]
+        return items
+
+    def _body(self) -> dict[str, Any]:
+        model: dict[str, Any] = {"model_id": self.model, "context_round": self.history_rounds}
+        if self.temperature is not None:
+            model["temperature"] = self.temperature
+        return {
+            "name": self.name,
+            "description": self.description,
+            "prompt_info": {"prompt": self.prompt},
+            "model_info_config": model,
+            "variables": [{"keyword": k, "default_value": v} for k, v in self.variables.items()],
+            "workflow_id_list": {"ids": [{"id": self._workflow_id(w)} for w in self.workflows]},
+            "functions": self.functions,
+        }
+
+    def _workflow_id(self, workflow: Workflow | str | int) -> str:
+        if not isinstance(workflow, Workflow):
+            return str(workflow)
+        return str(self.studio.save_workflow(workflow, publish=True)["id"])
+
+    def __repr__(self) -> str:
+        return f"Bot({self.name!r}, id={self._id})"
+
+
+@dataclass(frozen=True)
+class ChatState:
+    """A chat as its stream describes it (Coze's chat object)."""
+
+    id: int
+    conversation_id: int
+    status: str
+    usage: dict[str, int] | None = None
+    required_action: dict[str, Any] | None = None
+    last_error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ChatEvent:
+    """One event of a chat stream (Coze's names), with its chat or its message."""
+
+    event: str
+    chat: ChatState | None = None
+    message: MessageInfo | None = None
+
+
+class ChatReply:
+    """A chat in progress: iterate it for the answer's text as it streams.
+
+    ``text`` waits for the end; ``status``, ``usage``, ``messages`` and ``required_action``
+    describe the finished chat; ``events()`` yields every Coze event.
+    """
+
+    def __init__(self, stream: Iterator[SseEvent]) -> None:
+        self._stream = stream
+        self._events: list[ChatEvent] = []
+        self._done = False
+        chat = None
+        while chat is None and self._next():  # the chat exists (or the request failed)
+            chat = self._events[-1].chat
+        if chat is None:
+            raise RuntimeError("the chat stream ended before the chat was created")
+        self.chat: ChatState = chat
+
+    def _next(self) -> bool:
+        """Read one more event from the stream; False at its end."""
+        try:
+            raw = next(self._stream)
+        except StopIteration:
+            self._done = True
+            return False
+        event = _chat_event(raw)
+        self._events.append(event)
+        if event.chat is not None:
+            self.chat = event.chat
+        return True
+
+    def events(self) -> Iterator[ChatEvent]:
+        """Every event (Coze's names), replayed from the start, then live until the end."""
+        seen = 0
+        while seen < len(self._events) or self._next():
+            seen += 1
+            yield self._events[seen - 1]
+
+    def __iter__(self) -> Iterator[str]:
+        for event in self.events():
+            if event.event == ev.MESSAGE_DELTA and event.message is not None:
+                yield event.message.content
+
+    def wait(self) -> ChatReply:
+        for _ in self.events():
+            pass
+        return self
+
+    @property
+    def text(self) -> str:
+        """The answer (waits for the chat to finish)."""
+        self.wait()
+        answers = [m.content for m in self.messages if m.type == "answer"]
+        return "\n".join(answers)
+
+    @property
+    def messages(self) -> list[MessageInfo]:
+        self.wait()
+        return [
+            e.message
+            for e in self._events
+            if e.event == ev.MESSAGE_COMPLETED and e.message is not None
+        ]
+
+    @property
+    def status(self) -> str:
+        self.wait()
+        return self.chat.status
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        self.wait()
+        return self.chat.usage
+
+    @property
+    def required_action(self) -> dict[str, Any] | None:
+        self.wait()
+        return self.chat.required_action
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        state = self.chat.status if self._done else "streaming"
+        return f"ChatReply(chat_id={self.chat.id}, status={state!r})"
+
+
+def _chat_event(raw: SseEvent) -> ChatEvent:
+    data = raw.data if isinstance(raw.data, dict) else {}
+    if raw.event.startswith("conversation.chat."):
+        chat = ChatState(
+            id=int(data["id"]),
+            conversation_id=int(data["conversation_id"]),
+            status=data.get("status", ""),
+            usage=data.get("usage"),
+            required_action=data.get("required_action"),
+            last_error=data.get("last_error"),
+        )
+        return ChatEvent(raw.event, chat=chat)
+    if raw.event.startswith("conversation.message."):
+        return ChatEvent(raw.event, message=message_info(data))
+    return ChatEvent(raw.event)
+
+
+def message_info(data: Mapping[str, Any]) -> MessageInfo:
+    """A message of the studio API (Coze's message object) as the core's MessageInfo."""
+    return MessageInfo(
+        id=int(data["id"]),
+        conversation_id=int(data["conversation_id"]),
+        section_id=int(data["section_id"]),
+        chat_id=int(data["chat_id"]) if data.get("chat_id") else None,
+        bot_id=int(data["bot_id"]) if data.get("bot_id") else None,
+        role=data["role"],
+        type=data["type"],
+        content=data.get("content") or "",
+        content_type=data.get("content_type") or "text",
+        meta_data=dict(data.get("meta_data") or {}),
+        created_at=_time(data.get("created_at")),
+        updated_at=_time(data.get("updated_at")),
+        reasoning_content=data.get("reasoning_content") or None,
+    )
+
+
+def _time(unix: Any) -> datetime:
+    return datetime.fromtimestamp(int(unix or 0), timezone.utc)

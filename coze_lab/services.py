@@ -1,0 +1,278 @@
+"""The Runtime: every service wired from one ``CozeLab`` config, shared by all front doors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from coze_lab._version import __version__
+from coze_lab.config import CozeLab
+from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.files import FileStore
+from coze_lab.core.identity import IdentityService, UserInfo
+from coze_lab.core.limits import Limits
+from coze_lab.core.net import OutboundPolicy
+from coze_lab.core.tokens import TokenService
+from coze_lab.store import Database
+
+if TYPE_CHECKING:
+    from coze_lab.core.chat import ChatService
+    from coze_lab.core.models import ModelClient, ModelRegistry
+    from coze_lab.core.models.completer import RegistryCompleter
+    from coze_lab.core.plugins import PluginService
+    from coze_lab.core.sandbox import Runner
+    from coze_lab.core.workflows.engine import Engine
+    from coze_lab.core.workflows.run_service import RunService
+
+log = logging.getLogger("coze_lab")
+
+
+class Runtime:
+    """Services for one deployment: the Jupyter extension, ``coze-lab serve`` or a test.
+
+    Example:
+        >>> runtime = Runtime(CozeLab(data_dir="/tmp/cl"))    # doctest: +SKIP
+        >>> runtime.start()                                    # doctest: +SKIP
+        >>> runtime.identity.ensure_user("alice").name         # doctest: +SKIP
+        'alice'
+    """
+
+    def __init__(
+        self, config: CozeLab, *, clock: Clock = utcnow, runner: Runner | None = None
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        config.data_path.mkdir(parents=True, exist_ok=True)
+        self.db = Database(config.database_url)
+        self.identity = IdentityService(self.db, clock=clock)
+        self.tokens = TokenService(self.db, clock=clock)
+        self.files = FileStore(
+            self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock
+        )
+        from coze_lab.core.workflows.service import WorkflowService
+
+        self.limits = Limits(
+            name_chars=config.max_name_chars,
+            description_chars=config.max_description_chars,
+            workflow_nodes=config.max_workflow_nodes,
+        )
+        self.workflows = WorkflowService(self.db, clock=clock, limits=self.limits)
+        from coze_lab.core.bots import BotService
+        from coze_lab.core.chat import ChatStore
+        from coze_lab.core.conversations import ConversationService
+
+        self.bots = BotService(
+            self.db, clock=clock, plugin_versions=self._plugin_versions, limits=self.limits
+        )
+        self.conversations = ConversationService(
+            self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
+        )
+        self.chat_store = ChatStore(self.db, self.conversations, clock=clock)
+        from coze_lab.core.memory import TableService
+
+        self.tables = TableService(self.db, clock=clock)
+        from coze_lab.core.usage import UsageService
+
+        self.usage = UsageService(self.db)
+        # made on first use, in the event loop that uses them (some are per loop)
+        self._chats: ChatService | None = None
+        #: the code-node runner; None: the Deno + Pyodide pool
+        self._sandbox: Runner | None = runner
+        self._engine: Engine | None = None
+        self._runs: RunService | None = None
+        self._models: ModelRegistry | None = None
+        self._model_client: ModelClient | None = None
+        self._completer: RegistryCompleter | None = None
+        self._plugins: PluginService | None = None
+        #: where users reach this server (OAuth callbacks): the configured public_url, else
+        #: what the front door knows from its own configuration (never a request header)
+        self.public_url = config.public_url
+        self.default_public_url: Callable[[], str | None] | None = None
+
+    def start(self) -> None:
+        """Prepare the database (migrations unless disabled)."""
+        if self.config.auto_migrate:
+            revision = self.db.upgrade()
+            log.info("coze_lab database %s at revision %s", self.db.dialect, revision)
+
+    def start_serving(self, public_url: str | None = None) -> None:
+        """The start-up every server shares (the Jupyter extension and ``coze-lab serve``),
+        inside its running event loop: runs whose worker died continue here, chats whose
+        server died are failed visibly, and ``public_url`` (where users reach this server)
+        is set unless configured."""
+        self.public_url = self.public_url or public_url
+        self.engine.start_recovery_loop()
+        self.chats.start_recovery_loop()
+
+    @property
+    def sandbox(self) -> Runner:
+        """The code-node runner (a warm Deno + Pyodide pool), created on first use."""
+        if self._sandbox is None:
+            from coze_lab.core.sandbox import WorkerPool
+
+            self._sandbox = WorkerPool(self.config.sandbox_settings())
+        return self._sandbox
+
+    @property
+    def models(self) -> ModelRegistry:
+        """The model registry (file from config or env, plus the env's default model), read
+        once, on first use (a broken file fails the first chat or llm node, naming it)."""
+        if self._models is None:
+            from coze_lab.core.models import ModelRegistry
+
+            self._models = ModelRegistry.load(self.config.models_file or None)
+        return self._models
+
+    @property
+    def model_client(self) -> ModelClient:
+        """The one model client of this runtime's event loop (chats and llm nodes)."""
+        if self._model_client is None:
+            from coze_lab.core.models import ModelClient
+
+            self._model_client = ModelClient()
+        return self._model_client
+
+    @property
+    def completer(self) -> RegistryCompleter:
+        """What workflow llm nodes call: the registry and the client behind one call."""
+        if self._completer is None:
+            from coze_lab.core.models.completer import RegistryCompleter
+
+            self._completer = RegistryCompleter(self.models, client=self.model_client)
+        return self._completer
+
+    @property
+    def plugins(self) -> PluginService:
+        """The plugin service (credentials encrypted with the configured or generated key)."""
+        if self._plugins is None:
+            from coze_lab.core.plugins import PluginService, PluginSettings
+            from coze_lab.core.plugins.importing import ImportLimits
+            from coze_lab.core.secrets import SecretBox
+
+            async def authorized(user_id: int, plugin_id: int) -> None:
+                await self.runs.resume_authorized(user_id, plugin_id)
+
+            self._plugins = PluginService(
+                self.db,
+                secrets=SecretBox.from_config(
+                    self.config.secret_key, self.config.data_path / "secret.key"
+                ),
+                policy=OutboundPolicy.from_strings(self.config.outbound_allow),
+                clock=self.clock,
+                settings=PluginSettings(
+                    timeout_s=self.config.plugin_timeout_s,
+                    retries=self.config.plugin_retries,
+                    max_output_chars=self.config.plugin_max_output_chars,
+                    import_limits=ImportLimits(
+                        max_document_bytes=self.config.plugin_max_document_bytes,
+                        max_operations=self.config.plugin_max_operations,
+                        max_schema_nodes=self.config.plugin_max_schema_nodes,
+                        timeout_s=self.config.plugin_import_timeout_s,
+                        memory_mb=self.config.plugin_import_memory_mb,
+                    ),
+                ),
+                public_url=self.reachable_url,
+                on_authorized=authorized,
+            )
+        return self._plugins
+
+    @property
+    def engine(self) -> Engine:
+        """The workflow engine of this runtime's event loop (created on first use)."""
+        if self._engine is None:
+            from coze_lab.core.workflows.engine import Engine, EngineSettings
+
+            self._engine = Engine(
+                self.db,
+                code_runner=lambda: self.sandbox,
+                completer=self.completer,
+                http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
+                plugins=lambda: self.plugins,
+                tables=self.tables,
+                clock=self.clock,
+                settings=EngineSettings(
+                    lease_s=self.config.workflow_lease_s,
+                    interrupt_ttl=timedelta(seconds=self.config.interrupt_ttl_s),
+                    recover_every_s=max(self.config.workflow_lease_s / 2, 0.2),
+                ),
+            )
+        return self._engine
+
+    @property
+    def runs(self) -> RunService:
+        """The one door for workflow runs (start, resume, cancel, events, get, list, pending)."""
+        if self._runs is None:
+            from coze_lab.core.workflows.run_service import RunService
+
+            self._runs = RunService(self.workflows, lambda: self.engine)
+        return self._runs
+
+    @property
+    def chats(self) -> ChatService:
+        """The chat service of this runtime's event loop (created on first use)."""
+        if self._chats is None:
+            from coze_lab.core.chat import ChatService
+
+            self._chats = ChatService(
+                bots=self.bots,
+                conversations=self.conversations,
+                store=self.chat_store,
+                registry=lambda: self.models,
+                client=self.model_client,
+                workflows=self.workflows,
+                runs=lambda: self.runs,
+                plugins=lambda: self.plugins,
+                clock=self.clock,
+                lost_after_s=self.config.chat_lost_after_s,
+            )
+        return self._chats
+
+    def reachable_url(self) -> str | None:
+        """The URL users reach this server at, ending with its base URL."""
+        if self.public_url:
+            return self.public_url
+        return self.default_public_url() if self.default_public_url is not None else None
+
+    def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
+        return self.plugins.online_versions(owner_id, tool_ids)
+
+    def sandbox_health(self) -> dict[str, Any]:
+        if self._sandbox is not None:
+            return dict(self._sandbox.health())
+        from coze_lab.core.sandbox import is_installed
+
+        settings = self.config.sandbox_settings()
+        return {
+            "installed": is_installed(settings),
+            "started": False,
+            "workers": 0,
+            "busy": 0,
+            "runs": 0,
+            "restarts": 0,
+            "pyodide_version": settings.pyodide_version,
+        }
+
+    def health(self, user: UserInfo | None = None) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "user": None
+            if user is None
+            else {"id": str(user.id), "name": user.name, "workspace_id": str(user.workspace_id)},
+            "database": self.db.check(),
+            "sandbox": self.sandbox_health(),
+        }
+
+    async def close(self) -> None:
+        if self._chats is not None:
+            await self._chats.close()
+        if self._engine is not None:
+            await self._engine.close()
+        if self._completer is not None:
+            await self._completer.aclose()
+        if self._model_client is not None:
+            await self._model_client.aclose()
+        if self._sandbox is not None:
+            await self._sandbox.close()
+        self.db.dispose()

@@ -1,0 +1,1 @@
+from tests.widgets.conftest import Served, served, studio  # noqa: F401
