@@ -47,8 +47,10 @@ class StudioError(Exception):
         self.status = status
 
 
+#: the domain errors by (code, HTTP status): codes are Coze's, and one code can stand for
+#: two errors (4000 is a bad parameter with 400 and a body too large with 413)
 _DOMAIN_ERRORS = {
-    kind.code: kind
+    (kind.code, kind.status): kind
     for kind in (
         InvalidParameter,
         Unauthenticated,
@@ -59,22 +61,26 @@ _DOMAIN_ERRORS = {
         Unavailable,
     )
 }
-_MIXED: dict[int, type[StudioError]] = {}
+_BY_CODE = {code: kind for (code, _), kind in reversed(list(_DOMAIN_ERRORS.items()))}
+_MIXED: dict[type[Exception], type[StudioError]] = {}
 
 
 def studio_error(code: int, msg: str, status: int = 0) -> StudioError:
-    """The StudioError for an error body, typed by its code when it is a domain error's.
+    """The StudioError for an error body, typed by its code (and status) when it is a domain
+    error's.
 
     Example:
         >>> isinstance(studio_error(4000, "bad"), InvalidParameter)
         True
+        >>> isinstance(studio_error(4000, "too big", 413), PayloadTooLarge)
+        True
     """
-    kind = _DOMAIN_ERRORS.get(code)
+    kind = _DOMAIN_ERRORS.get((code, status)) or _BY_CODE.get(code)
     if kind is None:
         return StudioError(code, msg, status)
-    mixed = _MIXED.get(code)
+    mixed = _MIXED.get(kind)
     if mixed is None:
-        mixed = _MIXED[code] = type(f"Studio{kind.__name__}", (StudioError, kind), {})
+        mixed = _MIXED[kind] = type(f"Studio{kind.__name__}", (StudioError, kind), {})
     return mixed(code, msg, status)
 
 

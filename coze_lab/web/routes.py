@@ -121,6 +121,8 @@ class Op:
     content: str = "application/json"
     #: False: the body may be left out (every field is optional)
     body_required: bool = True
+    #: an event stream when the body says ``"stream": true`` (then errors are a 200 + JSON)
+    stream_when_asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -580,6 +582,7 @@ ROUTES: tuple[Route, ...] = (
                 data=s.CHAT,
                 query=(("conversation_id", "string", False),),
                 body=s.CHAT_BODY,
+                stream_when_asked=True,
             ),
         ),
     ),
@@ -640,6 +643,7 @@ ROUTES: tuple[Route, ...] = (
                         "stream": {"type": "boolean"},
                     },
                 },
+                stream_when_asked=True,
             ),
         ),
     ),

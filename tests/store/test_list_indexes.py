@@ -326,8 +326,8 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
         "messages before": lambda: conversations.list_messages(
             user, conversation["connector_id"], conversation["id"], before_id=middle
         ),
-        "chat messages": lambda: ChatStore(db).messages(ids["chat"]),
-        "lost chats (sweep)": lambda: ChatStore(db).fail_stale(NOW - timedelta(days=400)),
+        "chat messages": lambda: ChatStore(db, conversations).messages(ids["chat"]),
+        "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(NOW - timedelta(days=400)),
         "plugins": lambda: plugins.list(user),
         "plugin calls": lambda: plugins.calls(user, ids["plugin"]),
         "tables": lambda: TableService(db).list(user),
