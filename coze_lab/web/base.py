@@ -58,11 +58,15 @@ def asks_for_stream(request: HTTPServerRequest, body: bytes | None = None) -> bo
         True
         >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"bot_id": "1"}'))
         False
+        >>> asks_for_stream(HTTPServerRequest("GET", "/v1/workflow/stream_run"))
+        False
     """
     path = request.path
+    if request.method != "POST":  # every stream is a POST; other methods get a plain 405
+        return False
     if path.endswith(STREAM_ENDPOINTS):
         return True
-    if request.method != "POST" or not path.endswith(STREAM_WHEN_ASKED):
+    if not path.endswith(STREAM_WHEN_ASKED):
         return False
     try:
         value = json.loads((request.body if body is None else body) or b"{}")
