@@ -40,9 +40,13 @@ STREAM_ENDPOINTS = ("/v1/workflow/stream_run", "/v1/workflow/stream_resume", "/v
 STREAM_WHEN_ASKED = ("/v3/chat", "/v3/chat/submit_tool_outputs")
 
 
-def asks_for_stream(request: HTTPServerRequest, body: bytes | None = None) -> bool:
+def asks_for_stream(
+    request: HTTPServerRequest, body: bytes | None = None, *, unread: bool = False
+) -> bool:
     """Whether a request asked the Coze API for an event stream (``body``: the request's
-    body as streamed in, else ``request.body``).
+    body as streamed in, else ``request.body``). ``unread``: the body was refused before it
+    was read (too large), so whether it asked cannot be known; an endpoint that streams when
+    asked then answers as a stream would (HTTP 200), which every client reads.
 
     Coze answers such a request's errors with HTTP 200 and the ``{code, msg}`` JSON body
     (no event stream, no trailing newline), and so must we: the JavaScript SDK reads a
@@ -68,6 +72,8 @@ def asks_for_stream(request: HTTPServerRequest, body: bytes | None = None) -> bo
         return True
     if not path.endswith(STREAM_WHEN_ASKED):
         return False
+    if unread:
+        return True
     try:
         value = json.loads((request.body if body is None else body) or b"{}")
     except (ValueError, RecursionError):  # not JSON, or hostile JSON: answered as plain 4xx
@@ -226,7 +232,8 @@ class CozeHandler(web.RequestHandler):
             self.set_header("Connection", "close")  # so a kept-alive client opens a new one
         if status_code == 405:  # RFC 9110: a 405 names the methods the resource supports
             self.set_header("Allow", ", ".join(m.upper() for m in own_methods(type(self))))
-        if asks_for_stream(self.request, bytes(self._received or b"")):
+        unread = self.body_pending()
+        if asks_for_stream(self.request, bytes(self._received or b""), unread=unread):
             self.set_status(200)  # as Coze does: see asks_for_stream
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(error_body(status_code, exc, reason)))
