@@ -51,6 +51,15 @@ class CozeLab(Configurable):
         config=True
     )
     max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
+    max_name_chars = Int(
+        100, help="Longest name of a workflow, bot, conversation or workflow node title."
+    ).tag(config=True)
+    max_description_chars = Int(
+        2000, help="Longest description of a workflow, bot, variable, function or input."
+    ).tag(config=True)
+    max_workflow_nodes = Int(500, help="Most nodes in one workflow (edges: four per node).").tag(
+        config=True
+    )
 
     models_file = Unicode(
         help="Model registry (YAML or JSON); also $COZE_LAB_MODELS_FILE. A 'default' model comes "
@@ -70,6 +79,11 @@ class CozeLab(Configurable):
         15.0,
         help="Seconds a chat stream may stay quiet before conversation.chat.in_progress is "
         "sent again as a keep-alive (proxies close idle connections).",
+    ).tag(config=True)
+    chat_lost_after_s = Float(
+        30.0,
+        help="Seconds after which a chat whose server died is failed visibly (its answer so "
+        "far kept, as it is written while streaming); any replica on the database does it.",
     ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
@@ -96,6 +110,22 @@ class CozeLab(Configurable):
     ).tag(config=True)
     plugin_max_output_chars = Int(
         20_000, help="Longest plugin response text handed to a model (truncated beyond)."
+    ).tag(config=True)
+    plugin_max_document_bytes = Int(
+        2 * MiB, help="Largest OpenAPI document a plugin import reads (also after YAML aliases)."
+    ).tag(config=True)
+    plugin_max_operations = Int(300, help="Most operations (tools) one plugin may have.").tag(
+        config=True
+    )
+    plugin_max_schema_nodes = Int(
+        200_000,
+        help="Most schema values a plugin's $ref expansion may produce, all tools together.",
+    ).tag(config=True)
+    plugin_import_timeout_s = Float(
+        20.0, help="Seconds reading one OpenAPI document may take (in a child process)."
+    ).tag(config=True)
+    plugin_import_memory_mb = Int(
+        1024, help="Address-space cap (MB) of the child process that reads a document."
     ).tag(config=True)
 
     sandbox_cache_dir = Unicode(

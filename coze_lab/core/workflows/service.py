@@ -12,7 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
 from coze_lab.core.ids import new_id
-from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.core.limits import Limits
+from coze_lab.core.workflows.spec import WorkflowDefinitionError, WorkflowSpec
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
 from coze_lab.store.models import WorkflowRecord, WorkflowVersion
@@ -42,14 +43,18 @@ class WorkflowService:
         1
     """
 
-    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, db: Database, *, clock: Clock = utcnow, limits: Limits | None = None
+    ) -> None:
         self._db = db
         self._clock = clock
+        self.limits = limits or Limits()
         self._versions: dict[int, WorkflowSpec] = {}  # version row id → parsed definition
 
     def save(self, owner_id: int, definition: dict[str, Any]) -> WorkflowInfo:
         """Create the workflow, or replace the draft of the owner's workflow of that name."""
         spec = WorkflowSpec.from_dict(definition)
+        check_size(spec, self.limits)
         validate(spec)
         canonical = spec.to_dict()
         now = self._clock()
@@ -161,3 +166,26 @@ class WorkflowService:
             created_at=row.created_at,
             updated_at=row.updated_at,
         )
+
+
+def check_size(spec: WorkflowSpec, limits: Limits) -> None:
+    """InvalidParameter when a definition is larger than ``limits`` allow: its name,
+    description, node and edge counts, node titles, input descriptions."""
+    limits.name(spec.name, "the workflow name")
+    limits.description(spec.description, "the workflow description")
+    if len(spec.nodes) > limits.workflow_nodes:
+        raise WorkflowDefinitionError(
+            f"a workflow has at most {limits.workflow_nodes} nodes, this one {len(spec.nodes)} "
+            "(setting: max_workflow_nodes)"
+        )
+    if len(spec.edges) > 4 * limits.workflow_nodes:
+        raise WorkflowDefinitionError(
+            f"a workflow has at most {4 * limits.workflow_nodes} edges, this one {len(spec.edges)}"
+        )
+    for node in spec.nodes:
+        if isinstance(node.title, str) and len(node.title) > limits.name_chars:
+            raise WorkflowDefinitionError(
+                f"the title is longer than {limits.name_chars} characters", str(node.id)[:64]
+            )
+    for item in spec.inputs:
+        limits.description(item.description, f"the description of input '{str(item.name)[:64]}'")
