@@ -17,7 +17,7 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
-from coze_lab.core.sandbox.settings import SandboxSettings
+from coze_lab.core.sandbox.settings import DEFAULT_PACKAGES, SandboxSettings, default_index_url
 from coze_lab.store import sqlite_url
 
 MiB = 1024 * 1024
@@ -51,6 +51,15 @@ class CozeLab(Configurable):
         config=True
     )
     max_json_bytes = Int(2 * MiB, help="Largest JSON request body.").tag(config=True)
+    max_name_chars = Int(
+        100, help="Longest name of a workflow, bot, conversation or workflow node title."
+    ).tag(config=True)
+    max_description_chars = Int(
+        2000, help="Longest description of a workflow, bot, variable, function or input."
+    ).tag(config=True)
+    max_workflow_nodes = Int(500, help="Most nodes in one workflow (edges: four per node).").tag(
+        config=True
+    )
 
     models_file = Unicode(
         help="Model registry (YAML or JSON); also $COZE_LAB_MODELS_FILE. A 'default' model comes "
@@ -70,6 +79,11 @@ class CozeLab(Configurable):
         15.0,
         help="Seconds a chat stream may stay quiet before conversation.chat.in_progress is "
         "sent again as a keep-alive (proxies close idle connections).",
+    ).tag(config=True)
+    chat_lost_after_s = Float(
+        30.0,
+        help="Seconds after which a chat whose server died is failed visibly (its answer so "
+        "far kept, as it is written while streaming); any replica on the database does it.",
     ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
@@ -97,6 +111,22 @@ class CozeLab(Configurable):
     plugin_max_output_chars = Int(
         20_000, help="Longest plugin response text handed to a model (truncated beyond)."
     ).tag(config=True)
+    plugin_max_document_bytes = Int(
+        2 * MiB, help="Largest OpenAPI document a plugin import reads (also after YAML aliases)."
+    ).tag(config=True)
+    plugin_max_operations = Int(300, help="Most operations (tools) one plugin may have.").tag(
+        config=True
+    )
+    plugin_max_schema_nodes = Int(
+        200_000,
+        help="Most schema values a plugin's $ref expansion may produce, all tools together.",
+    ).tag(config=True)
+    plugin_import_timeout_s = Float(
+        20.0, help="Seconds reading one OpenAPI document may take (in a child process)."
+    ).tag(config=True)
+    plugin_import_memory_mb = Int(
+        1024, help="Address-space cap (MB) of the child process that reads a document."
+    ).tag(config=True)
 
     sandbox_cache_dir = Unicode(
         help="Pyodide cache (read-only for code nodes); default <data_dir>/sandbox. "
@@ -121,7 +151,22 @@ class CozeLab(Configurable):
     sandbox_wheelhouse = Unicode(help="Folder of pure-Python wheels code nodes may import.").tag(
         config=True
     )
-    sandbox_package_index_url = Unicode(help="Pyodide package index (numpy, ...).").tag(config=True)
+    sandbox_package_index_url = Unicode(
+        default_index_url(),
+        help="Pyodide package index the server fetches code nodes' packages from (an http(s) "
+        "URL or a local mirror folder holding pyodide-lock.json and the wheels); 'none' turns "
+        "packages off. Default: the official Pyodide CDN for the pinned Pyodide version.",
+    ).tag(config=True)
+    sandbox_packages = List(
+        Unicode(),
+        default_value=list(DEFAULT_PACKAGES),
+        help="Pyodide packages code nodes may import (their dependencies come with them).",
+    ).tag(config=True)
+    sandbox_interpreters_per_worker = Int(
+        3,
+        help="Warm Python interpreters per sandbox process, each bound to one user "
+        "(about 125 MB each); more owners than seats means interpreters are replaced.",
+    ).tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**{**self.env_values(), **kwargs})
@@ -184,5 +229,9 @@ class CozeLab(Configurable):
             allow_run=tuple(self.sandbox_allow_run),
             allow_ffi=tuple(self.sandbox_allow_ffi),
             wheelhouse=Path(self.sandbox_wheelhouse) if self.sandbox_wheelhouse else None,
-            package_index_url=self.sandbox_package_index_url or None,
+            package_index_url=None
+            if self.sandbox_package_index_url.strip().lower() in ("", "none", "off")
+            else self.sandbox_package_index_url.strip(),
+            packages=tuple(self.sandbox_packages),
+            interpreters_per_worker=self.sandbox_interpreters_per_worker,
         )

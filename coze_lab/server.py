@@ -16,7 +16,7 @@ from coze_lab._version import __version__
 from coze_lab.config import CozeLab, MiB
 from coze_lab.services import Runtime
 from coze_lab.web.base import RUNTIME_KEY
-from coze_lab.web.hub import HubIdentity, callback_handler
+from coze_lab.web.hub import HubIdentity, callback_handler, hub_public_url
 from coze_lab.web.routes import standalone_not_found, standalone_routes
 from coze_lab.web.standalone import HUB_KEY
 
@@ -77,8 +77,14 @@ async def serve(
     sockets = _bind(host, port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    # behind the hub's proxy, plugins learn the public URL from requests
-    runtime.start_serving(public_url=None if hub else f"http://{host}:{bound}{base}")
+    # behind the hub's proxy: the hub's public URL (a request's Host header is never trusted)
+    public = hub_public_url(environ, base) if hub else f"http://{host}:{bound}{base}"
+    runtime.start_serving(public_url=public)
+    if not runtime.reachable_url():
+        log.warning(
+            "coze_lab: no public URL for plugin OAuth callbacks; set COZE_LAB_PUBLIC_URL "
+            "(or the hub's public_url) to the URL users reach this service at"
+        )
     log.info(
         "coze_lab %s serving on http://%s:%s%s (%s%s)",
         __version__,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from coze_lab.config import CozeLab
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
+from coze_lab.core.limits import Limits
 from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.spaces import SpaceService
 from coze_lab.core.tokens import TokenService
@@ -53,14 +55,21 @@ class Runtime:
         )
         from coze_lab.core.workflows.service import WorkflowService
 
-        self.workflows = WorkflowService(self.db, clock=clock)
+        self.limits = Limits(
+            name_chars=config.max_name_chars,
+            description_chars=config.max_description_chars,
+            workflow_nodes=config.max_workflow_nodes,
+        )
+        self.workflows = WorkflowService(self.db, clock=clock, limits=self.limits)
         from coze_lab.core.bots import BotService
         from coze_lab.core.chat import ChatStore
         from coze_lab.core.conversations import ConversationService
 
-        self.bots = BotService(self.db, clock=clock, plugin_versions=self._plugin_versions)
+        self.bots = BotService(
+            self.db, clock=clock, plugin_versions=self._plugin_versions, limits=self.limits
+        )
         self.conversations = ConversationService(
-            self.db, clock=clock, check_file=self.files.retrieve
+            self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
         )
         self.chat_store = ChatStore(self.db, self.conversations, clock=clock)
         from coze_lab.core.memory import TableService
@@ -79,8 +88,10 @@ class Runtime:
         self._model_client: ModelClient | None = None
         self._completer: RegistryCompleter | None = None
         self._plugins: PluginService | None = None
-        #: where users reach this server (OAuth callbacks); the front door may set it on start
+        #: where users reach this server (OAuth callbacks): the configured public_url, else
+        #: what the front door knows from its own configuration (never a request header)
         self.public_url = config.public_url
+        self.default_public_url: Callable[[], str | None] | None = None
 
     def start(self) -> None:
         """Prepare the database (migrations unless disabled)."""
@@ -139,6 +150,7 @@ class Runtime:
         """The plugin service (credentials encrypted with the configured or generated key)."""
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
+            from coze_lab.core.plugins.importing import ImportLimits
             from coze_lab.core.secrets import SecretBox
 
             async def authorized(user_id: int, plugin_id: int) -> None:
@@ -155,8 +167,15 @@ class Runtime:
                     timeout_s=self.config.plugin_timeout_s,
                     retries=self.config.plugin_retries,
                     max_output_chars=self.config.plugin_max_output_chars,
+                    import_limits=ImportLimits(
+                        max_document_bytes=self.config.plugin_max_document_bytes,
+                        max_operations=self.config.plugin_max_operations,
+                        max_schema_nodes=self.config.plugin_max_schema_nodes,
+                        timeout_s=self.config.plugin_import_timeout_s,
+                        memory_mb=self.config.plugin_import_memory_mb,
+                    ),
                 ),
-                public_url=lambda: self.public_url,
+                public_url=self.reachable_url,
                 on_authorized=authorized,
             )
         return self._plugins
@@ -208,8 +227,15 @@ class Runtime:
                 runs=lambda: self.runs,
                 plugins=lambda: self.plugins,
                 clock=self.clock,
+                lost_after_s=self.config.chat_lost_after_s,
             )
         return self._chats
+
+    def reachable_url(self) -> str | None:
+        """The URL users reach this server at, ending with its base URL."""
+        if self.public_url:
+            return self.public_url
+        return self.default_public_url() if self.default_public_url is not None else None
 
     def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
         return self.plugins.online_versions(owner_id, tool_ids)

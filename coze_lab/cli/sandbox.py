@@ -92,6 +92,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         "installed": is_installed(settings),
         "cache_dir": str(settings.cache_dir),
         "pyodide_version": settings.pyodide_version,
+        "package_index_url": settings.package_index_url,
+        "packages": list(settings.packages),
     }
     print(json.dumps(info, indent=2))
     return 0 if info["installed"] else 1

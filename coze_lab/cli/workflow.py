@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from coze_lab.cli._common import runtime_for
 from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.json_input import parse_json
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -25,9 +25,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def import_workflow(args: argparse.Namespace) -> int:
     try:
-        definition = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidParameter(f"cannot read {args.file}: {exc}") from exc
+        text = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise InvalidParameter(f"cannot read {args.file}: {exc.strerror}") from exc
+    definition = parse_json(text, args.file)
     with runtime_for(args) as runtime:
         user = runtime.identity.ensure_user(args.user)
         info = runtime.workflows.save(user.id, definition)

@@ -3,7 +3,7 @@ never see each other; the Playground uses a bot's draft, the others its publishe
 
 from __future__ import annotations
 
-from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.errors import InvalidParameter, NotPublished
 
 PLAYGROUND = "10000010"
 API = "1024"
@@ -24,3 +24,17 @@ def check_publishable(connector_id: object) -> str:
             f"connector_id must be one of {', '.join(PUBLISHABLE)} (API, Web SDK)"
         )
     return str(connector_id)
+
+
+def not_published(bot_id: int, connector_id: str) -> NotPublished:
+    """The refusal of a bot used on a connector it is not published to (chats and
+    conversations alike).
+
+    Example:
+        >>> not_published(7, "999").msg
+        'bot 7 is not published to the Web SDK connector (999); publish it first'
+    """
+    name = NAMES.get(connector_id, connector_id)
+    return NotPublished(
+        f"bot {bot_id} is not published to the {name} connector ({connector_id}); publish it first"
+    )

@@ -31,6 +31,11 @@ class CozeLabError(Exception):
         super().__init__(msg)
         self.msg = msg
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: the message, not the library's frames
+        (the frames stay on ``__traceback__`` for a debugger)."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class InvalidParameter(CozeLabError):
     code, status = 4000, 400

@@ -7,6 +7,7 @@ on the server (a kernel restart loses nothing), and it can be published to the A
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -121,7 +122,7 @@ class Bot:
             conversation_id=None if self.conversation_id is None else str(self.conversation_id),
             custom_variables=dict(variables or {}),
         )
-        reply = ChatReply(events)
+        reply = ChatReply(events, self.studio)
         self.conversation_id = reply.chat.conversation_id
         return reply
 
@@ -193,7 +194,8 @@ class ChatReply:
     describe the finished chat; ``events()`` yields every Coze event.
     """
 
-    def __init__(self, stream: Iterator[SseEvent]) -> None:
+    def __init__(self, stream: Iterator[SseEvent], studio: StudioClient | None = None) -> None:
+        self._studio = studio
         self._stream = stream
         self._events: list[ChatEvent] = []
         self._done = False
@@ -265,12 +267,38 @@ class ChatReply:
         self.wait()
         return self.chat.required_action
 
+    def submit_tool_outputs(self, outputs: Mapping[str, Any]) -> ChatReply:
+        """Answer the client functions the chat asked for (``status == "requires_action"``)
+        and return the chat as it goes on:
+        ``reply.submit_tool_outputs({call_id: "42 °C"})``. Outputs that are not strings are
+        sent as JSON."""
+        action = self.required_action
+        if self.status != "requires_action" or not action or self._studio is None:
+            raise RuntimeError(f"chat {self.chat.id} is {self.status}: it waits for no tool output")
+        asked = [call["id"] for call in action["submit_tool_outputs"]["tool_calls"]]
+        unknown = sorted(set(outputs) - set(asked))
+        if unknown:
+            raise ValueError(f"the chat asked for no tool call {unknown}; it asked for {asked}")
+        sent = [
+            {"tool_call_id": call_id, "output": _text(outputs[call_id])}
+            for call_id in asked
+            if call_id in outputs
+        ]
+        stream = self._studio.submit_tool_outputs(
+            str(self.chat.conversation_id), str(self.chat.id), sent
+        )
+        return ChatReply(stream, self._studio)
+
     def _repr_markdown_(self) -> str:
         return self.text
 
     def __repr__(self) -> str:
         state = self.chat.status if self._done else "streaming"
         return f"ChatReply(chat_id={self.chat.id}, status={state!r})"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _chat_event(raw: SseEvent) -> ChatEvent:

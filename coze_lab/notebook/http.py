@@ -46,6 +46,11 @@ class StudioError(Exception):
         self.msg = msg
         self.status = status
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: the server's answer, without the frames
+        of the HTTP client that carried it."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 #: the domain errors by (code, HTTP status): codes are Coze's, and one code can stand for
 #: two errors (4000 is a bad parameter with 400 and a body too large with 413)
@@ -374,6 +379,14 @@ class StudioClient:
         if custom_variables:
             body["custom_variables"] = custom_variables
         return self.stream("POST", f"bots/{bot_id}/chat", body, timeout=120.0)
+
+    def submit_tool_outputs(
+        self, conversation_id: str, chat_id: str, outputs: list[dict[str, str]]
+    ) -> Iterator[SseEvent]:
+        """The outputs of a chat's client functions (``requires_action``): the chat's events
+        as it goes on."""
+        body = {"conversation_id": conversation_id, "tool_outputs": outputs, "stream": True}
+        return self.stream("POST", f"chats/{chat_id}/submit_tool_outputs", body, timeout=120.0)
 
     def cancel_chat(self, chat_id: str) -> Any:
         return self.request("POST", f"chats/{chat_id}/cancel")

@@ -17,9 +17,11 @@ from typing import Any, TypeVar
 
 from coze_lab.config import CozeLab
 from coze_lab.core.identity import UserInfo
-from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
+from coze_lab.core.workflows.run_store import NodeRecord, RunInfo
 from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.notebook.questions import Question
 from coze_lab.services import Runtime
+from coze_lab.web import serialize
 
 T = TypeVar("T")
 
@@ -122,10 +124,12 @@ class LocalRun:
 
     host: InProcessHost
     info: RunInfo
-    pending: list[InterruptInfo] = field(default_factory=list)
+    #: the questions it waits on, the same type as ``cl.runs.pending()`` gives
+    pending: list[Question] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.pending = self.host.runtime.runs.pending(self.info.owner_id, self.info.id)
+        found = self.host.runtime.runs.pending(self.info.owner_id, self.info.id)
+        self.pending = [Question(serialize.interrupt(info)) for info in found]
 
     @property
     def id(self) -> int:

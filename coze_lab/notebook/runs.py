@@ -3,8 +3,8 @@
 Example:
     >>> import coze_lab as cl
     >>> for question in cl.runs.pending():             # doctest: +SKIP
-    ...     print(question["event_id"], question["data"]["question"])
-    >>> cl.runs.resume(question["event_id"], "yes")     # doctest: +SKIP
+    ...     print(question.event_id, question.data["question"])
+    >>> cl.runs.resume(question.event_id, "yes")        # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.notebook.connect import current
+from coze_lab.notebook.questions import Question, questions
 
 
-def pending(run_id: str | int | None = None) -> list[dict[str, Any]]:
+def pending(run_id: str | int | None = None) -> list[Question]:
     """Open questions across all your runs (or one run and the runs it started)."""
-    return current().pending(run_id)
+    return questions(current().pending(run_id))
 
 
 def resume(event_id: str | int, data: Any) -> dict[str, Any]:

@@ -68,7 +68,10 @@ class FakeRunner:
         language: str = "python",
         entry: str | None = None,
         timeout: float | None = None,
+        owner: str | None = None,
+        mounts: Any = None,
     ) -> RunResult:
+        """``owner`` and ``mounts`` are accepted and ignored (a fresh process per run)."""
         started = time.perf_counter()
         if language != "python":
             return RunResult.failure("invalid_input", "the fake runner runs Python only")

@@ -76,7 +76,23 @@ def _operation(route: Route, op: Op) -> dict[str, Any]:
             "properties": {"code": {"const": 0}, "msg": {"type": "string"}, "data": op.data},
             "required": ["code", "msg"],
         }
-        success = {"description": "success", "content": {"application/json": {"schema": envelope}}}
+        if op.stream_when_asked:
+            success = {
+                "description": "the chat (JSON), or server-sent events when the body says "
+                '`"stream": true`; then a failure before the first event is the Coze error body '
+                "`{code, msg}` as JSON with status 200, as on Coze",
+                "content": {
+                    "application/json": {
+                        "schema": {"anyOf": [envelope, {"$ref": "#/components/schemas/Error"}]}
+                    },
+                    "text/event-stream": {"schema": {"type": "string"}},
+                },
+            }
+        else:
+            success = {
+                "description": "success",
+                "content": {"application/json": {"schema": envelope}},
+            }
     spec: dict[str, Any] = {
         "summary": op.summary,
         "tags": [op.tag],

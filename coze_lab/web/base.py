@@ -7,6 +7,7 @@ standalone server a plain tornado handler (personal access tokens for everything
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import secrets
@@ -25,6 +26,7 @@ from coze_lab.core.errors import (
 )
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 from coze_lab.core.tokens import Principal
 from coze_lab.services import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
@@ -39,8 +41,13 @@ STREAM_ENDPOINTS = ("/v1/workflow/stream_run", "/v1/workflow/stream_resume", "/v
 STREAM_WHEN_ASKED = ("/v3/chat", "/v3/chat/submit_tool_outputs")
 
 
-def asks_for_stream(request: HTTPServerRequest) -> bool:
-    """Whether a request asked the Coze API for an event stream.
+def asks_for_stream(
+    request: HTTPServerRequest, body: bytes | None = None, *, unread: bool = False
+) -> bool:
+    """Whether a request asked the Coze API for an event stream (``body``: the request's
+    body as streamed in, else ``request.body``). ``unread``: the body was refused before it
+    was read (too large), so whether it asked cannot be known; an endpoint that streams when
+    asked then answers as a stream would (HTTP 200), which every client reads.
 
     Coze answers such a request's errors with HTTP 200 and the ``{code, msg}`` JSON body
     (no event stream, no trailing newline), and so must we: the JavaScript SDK reads a
@@ -56,21 +63,34 @@ def asks_for_stream(request: HTTPServerRequest) -> bool:
         True
         >>> asks_for_stream(HTTPServerRequest("POST", "/v3/chat", body=b'{"bot_id": "1"}'))
         False
+        >>> asks_for_stream(HTTPServerRequest("GET", "/v1/workflow/stream_run"))
+        False
     """
     path = request.path
+    if request.method != "POST":  # every stream is a POST; other methods get a plain 405
+        return False
     if path.endswith(STREAM_ENDPOINTS):
         return True
-    if request.method != "POST" or not path.endswith(STREAM_WHEN_ASKED):
+    if not path.endswith(STREAM_WHEN_ASKED):
         return False
+    if unread:
+        return True
     try:
-        body = json.loads(request.body or b"{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        value = json.loads((request.body if body is None else body) or b"{}")
+    except (ValueError, RecursionError):  # not JSON, or hostile JSON: answered as plain 4xx
         return False
-    return isinstance(body, dict) and body.get("stream") is True
+    return isinstance(value, dict) and value.get("stream") is True
 
 
+@web.stream_request_body
 class CozeHandler(web.RequestHandler):
-    """Envelope, errors, JSON parsing and authentication for every coze_lab endpoint."""
+    """Envelope, errors, JSON parsing and authentication for every coze_lab endpoint.
+
+    The body is streamed in, not buffered by tornado first: a body over ``body_limit()``
+    is refused with 413 as soon as it is over (``Content-Length`` before reading a byte,
+    a chunked body at the first chunk beyond the cap), whatever the server's own
+    ``max_body_size`` (Jupyter's is 512 MB).
+    """
 
     #: the Jupyter authorizer resource of the handler's area
     AUTH_RESOURCE = "coze_lab"
@@ -79,6 +99,8 @@ class CozeHandler(web.RequestHandler):
 
     _principal: Principal | None = None
     _coze_user: UserInfo | None = None
+    _received: bytearray | None = None
+    _body_limit = 0
 
     @property
     def runtime(self) -> Runtime:
@@ -94,11 +116,48 @@ class CozeHandler(web.RequestHandler):
         super().set_default_headers()
         self.set_header("X-Tt-Logid", self.request_id)
 
-    def check_json_size(self) -> None:
-        length = self.request.headers.get("Content-Length")
-        limit = self.runtime.config.max_json_bytes
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+    # ---- the request body, streamed in under a cap -----------------------------------
+    def body_limit(self) -> int:
+        """The largest request body this endpoint reads, in bytes."""
+        return self.runtime.config.max_json_bytes
+
+    async def prepare(self) -> None:
+        result = super().prepare()
+        if inspect.isawaitable(result):  # jupyter_server's prepare authenticates, async
+            await result
+        if self._finished:
+            return
+        self._body_limit = self.body_limit()
+        length = self.request.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > self._body_limit:
+            raise self.too_large()
+
+    def too_large(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"the request body exceeds {self._body_limit} bytes")
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._finished:  # refused already: the rest is dropped, the connection closes
+            return
+        if self._received is None:
+            self._received = bytearray()
+            # set in prepare; a subclass whose prepare skipped ours still gets the cap
+            self._body_limit = self._body_limit or self.body_limit()
+        self._received += chunk
+        if len(self._received) > self._body_limit:
+            self._received = None
+            self.refuse(self.too_large())
+
+    def refuse(self, exc: CozeLabError) -> None:
+        """Answer at once with ``exc``, from ``data_received`` (where raising would only
+        drop the connection)."""
+        log.info("%s %s -> %s %s", self.request.method, self.request.path, exc.code, exc.msg)
+        self.send_error(exc.status, exc_info=(type(exc), exc, None))
+
+    def body_pending(self) -> bool:
+        """Whether the request body is still (partly) unread: answering now closes the
+        connection (tornado cannot skip the rest of a body)."""
+        future = getattr(self.request, "_body_future", None)  # set for streaming handlers
+        return future is not None and not future.done()
 
     # ---- authentication -------------------------------------------------------------
     def bearer_token(self) -> str | None:
@@ -151,12 +210,7 @@ class CozeHandler(web.RequestHandler):
     # ---- request and response bodies ------------------------------------------------
     def json_body(self) -> dict[str, Any]:
         """The request body as a JSON object; InvalidParameter when it is anything else."""
-        self.check_json_size()
-        raw = self.request.body or b"{}"
-        try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidParameter(f"request body is not valid JSON: {exc}") from exc
+        body = parse_json(bytes(self._received) if self._received else b"{}")
         if not isinstance(body, dict):
             raise InvalidParameter("request body must be a JSON object")
         return body
@@ -181,9 +235,12 @@ class CozeHandler(web.RequestHandler):
             reason = exc.log_message % exc.args if exc.args else exc.log_message
         else:
             reason = self._reason
+        if self.body_pending():
+            self.set_header("Connection", "close")  # so a kept-alive client opens a new one
         if status_code == 405:  # RFC 9110: a 405 names the methods the resource supports
             self.set_header("Allow", ", ".join(m.upper() for m in own_methods(type(self))))
-        if asks_for_stream(self.request):
+        unread = self.body_pending()
+        if asks_for_stream(self.request, bytes(self._received or b""), unread=unread):
             self.set_status(200)  # as Coze does: see asks_for_stream
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(error_body(status_code, exc, reason)))

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse, urlunparse
 
 from cryptography.fernet import Fernet, InvalidToken
 
@@ -165,3 +166,19 @@ def callback_handler(hub: HubIdentity) -> type:
             self.hub_auth = hub.auth
 
     return OAuthCallback
+
+
+def hub_public_url(environ: Mapping[str, str], base_url: str) -> str | None:
+    """Where users reach a server under JupyterHub: the hub's public URL
+    (``JUPYTERHUB_PUBLIC_URL``, set when the hub's ``public_url`` is configured) with
+    ``base_url`` as its path; None when the hub does not say. Never a request's ``Host``.
+
+    Example:
+        >>> hub_public_url({"JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/"}, "/user/a/")
+        'https://hub.example.org/user/a/'
+    """
+    public = environ.get("JUPYTERHUB_PUBLIC_URL", "")
+    if not public:
+        return None
+    parts = urlparse(public)
+    return urlunparse((parts.scheme, parts.netloc, base_url, "", "", ""))

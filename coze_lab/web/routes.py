@@ -30,6 +30,7 @@ from coze_lab.web.handlers.bots import (
     StudioBotPublishHandler,
     StudioBotsHandler,
     StudioChatCancelHandler,
+    StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
 )
@@ -128,6 +129,8 @@ class Op:
     content: str = "application/json"
     #: False: the body may be left out (every field is optional)
     body_required: bool = True
+    #: an event stream when the body says ``"stream": true`` (then errors are a 200 + JSON)
+    stream_when_asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -657,6 +660,7 @@ ROUTES: tuple[Route, ...] = (
                 data=s.CHAT,
                 query=(("conversation_id", "string", False),),
                 body=s.CHAT_BODY,
+                stream_when_asked=True,
             ),
         ),
     ),
@@ -717,6 +721,7 @@ ROUTES: tuple[Route, ...] = (
                         "stream": {"type": "boolean"},
                     },
                 },
+                stream_when_asked=True,
             ),
         ),
     ),
@@ -1096,6 +1101,29 @@ ROUTES: tuple[Route, ...] = (
         StudioChatCancelHandler,
         STUDIO,
         ops=(Op("post", "Stop a Playground chat", "studio", data=s.CHAT),),
+    ),
+    Route(
+        "/coze_lab/api/chats/{chat_id}/submit_tool_outputs",
+        StudioChatToolOutputsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Continue a Playground chat that waits for its client functions' outputs",
+                "studio",
+                data=s.CHAT,
+                body={
+                    "type": "object",
+                    "properties": {
+                        "conversation_id": s.ID,
+                        "tool_outputs": {"type": "array"},
+                        "stream": {"type": "boolean"},
+                    },
+                    "required": ["conversation_id", "tool_outputs"],
+                },
+                stream_when_asked=True,
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/tables",

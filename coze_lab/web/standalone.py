@@ -26,8 +26,9 @@ class StandaloneBase(CozeHandler):
         return self.settings.get(HUB_KEY)
 
     async def prepare(self) -> None:
+        await super().prepare()  # the body cap (see CozeHandler)
         hub = self.hub
-        if hub is None:
+        if hub is None or self._finished:
             return
         user = await hub.user(self)
         if user is not None:

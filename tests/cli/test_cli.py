@@ -142,3 +142,14 @@ def test_lists_default_to_the_local_user(cli_args, tmp_path: Path, db_url: str) 
     assert workflows.returncode == 0, workflows.stderr
     assert "review_no_model" in workflows.stdout
     assert "review_no_model" not in run_cli(*cli_args, "workflow", "list", "--user", "dave").stdout
+
+
+def test_workflow_import_of_a_deeply_nested_file_is_a_clear_error(cli_args, tmp_path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "deep", "nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run_cli(*cli_args, "workflow", "import", str(path), "--user", "alice")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
+    assert f"{path} is nested deeper than 100 levels" in result.stderr
+    missing = run_cli(*cli_args, "workflow", "import", str(tmp_path / "nope.json"), "--user", "a")
+    assert missing.returncode == 2 and "cannot read" in missing.stderr

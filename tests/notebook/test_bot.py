@@ -47,6 +47,19 @@ def test_client_functions_end_in_requires_action(agent_host: InProcessHost, mode
     assert reply.status == "requires_action"
     assert reply.required_action["submit_tool_outputs"]["tool_calls"][0]["id"] == "c1"
     assert [m.type for m in reply.messages] == ["function_call"]
+    # the notebook answers the client function and the chat goes on
+    model_env.script([TextReply("It is 21 degrees.")])
+    with pytest.raises(ValueError, match="no tool call"):
+        reply.submit_tool_outputs({"c2": "?"})
+    after = reply.submit_tool_outputs({"c1": {"celsius": 21}})
+    assert after.status == "completed" and after.text == "It is 21 degrees."
+    assert model_env.requests[-1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": '{"celsius": 21}',
+    }
+    with pytest.raises(RuntimeError, match="waits for no tool output"):
+        after.submit_tool_outputs({"c1": "again"})
 
 
 def test_bad_input_raises_before_anything_runs(agent_host: InProcessHost) -> None:

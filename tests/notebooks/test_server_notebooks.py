@@ -5,6 +5,7 @@ offline demo model, in order, top to bottom."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -89,6 +90,9 @@ def test_server_notebook_runs(path: Path, tmp_path: Path, environment: dict[str,
         raise
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    # outputs are saved with the notebook (often into git): never a usable token in them
+    shown = nbformat.writes(notebook)
+    assert not re.search(r"pat_[A-Za-z0-9_-]{20,}", shown), "a live token in the outputs"
 
 
 def test_the_notebooks_teach_in_order() -> None:

@@ -159,6 +159,7 @@ def test_create_and_poll_runs_in_the_background(lab: Lab, model_server: ModelSer
 
 def test_conversation_and_message_crud_with_pagination(lab: Lab) -> None:
     bot_id = make_bot(lab)
+    publish(lab, bot_id)
     coze = lab.coze()
     conv = coze.conversations.create(
         bot_id=bot_id,
@@ -381,6 +382,10 @@ def test_draft_on_playground_published_on_api(lab: Lab, model_server: ModelServe
     listed = lab.get("/v1/bots", params={"workspace_id": lab.workspaces["alice"]}).json()
     assert [b["id"] for b in listed["data"]["items"]] == [bot_id]
     assert listed["data"]["items"][0]["is_published"] is True
+    # the studio's publish answers with the version it made, not the draft ('')
+    again = lab.post(f"/coze_lab/api/bots/{bot_id}/publish", json={"connector_ids": ["1024"]})
+    assert again.json()["data"]["version"] == "2"
+    assert again.json()["data"]["prompt_info"]["prompt"] == "v2 draft prompt"
 
 
 def test_connectors_and_users_are_isolated(lab: Lab, model_server: ModelServer) -> None:
@@ -657,3 +662,18 @@ def test_history_in_additional_messages_is_context_not_the_bots_answer(
         ("assistant", "Your name is Ann."),
     ]
     assert {m.chat_id for m in listed} == {poll.chat.id}
+
+
+def test_a_web_sdk_token_cannot_open_a_conversation_for_an_api_only_bot(lab: Lab) -> None:
+    bot_id = make_bot(lab)
+    lab.coze().bots.publish(bot_id=bot_id, connector_ids=["1024"])
+    web = lab.coze("alice_web")
+    with pytest.raises(CozeAPIError) as chat:
+        web.chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
+    with pytest.raises(CozeAPIError) as conversation:
+        web.conversations.create(bot_id=bot_id)
+    assert conversation.value.code == chat.value.code == 4015  # Coze's code
+    assert conversation.value.msg == chat.value.msg
+    assert "not published to the Web SDK connector (999)" in conversation.value.msg
+    assert web.conversations.create().id  # no bot named: nothing to refuse
+    assert lab.coze().conversations.create(bot_id=bot_id).id  # the API token may

@@ -9,6 +9,7 @@ from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
+from coze_lab.core.limits import Limits, text
 
 #: model parameters a bot may set (Coze ``model_info_config`` fields we pass on)
 MODEL_PARAMS = {
@@ -21,6 +22,10 @@ MODEL_PARAMS = {
 MAX_PROMPT_CHARS = 100_000
 MAX_HISTORY_ROUNDS = 100
 MAX_TOOL_ROUNDS = 16
+MAX_PROLOGUE_CHARS = 10_000
+MAX_QUESTIONS, MAX_QUESTION_CHARS = 20, 1000
+MAX_VARIABLES, MAX_VALUE_CHARS = 100, 10_000
+MAX_FUNCTIONS = 64
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -94,11 +99,13 @@ class BotConfig:
     plugin_versions: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> BotConfig:
-        return cls().updated(body)
+    def from_body(cls, body: Mapping[str, Any], limits: Limits | None = None) -> BotConfig:
+        return cls().updated(body, limits)
 
-    def updated(self, body: Mapping[str, Any]) -> BotConfig:
-        """A copy with the fields of a create/update body applied (absent fields unchanged)."""
+    def updated(self, body: Mapping[str, Any], limits: Limits | None = None) -> BotConfig:
+        """A copy with the fields of a create/update body applied (absent fields unchanged);
+        every text is bounded (``limits`` for descriptions)."""
+        limits = limits or Limits()
         changes: dict[str, Any] = {}
         if (prompt_info := _object(body, "prompt_info")) is not None:
             prompt = prompt_info.get("prompt", "")
@@ -110,11 +117,20 @@ class BotConfig:
         if (model := _object(body, "model_info_config")) is not None:
             changes.update(_model(model))
         if (onboarding := _object(body, "onboarding_info")) is not None:
-            prologue = onboarding.get("prologue", "")
+            prologue = text(
+                onboarding.get("prologue"), "onboarding_info.prologue", MAX_PROLOGUE_CHARS
+            )
             questions = onboarding.get("suggested_questions") or []
-            if not isinstance(prologue, str) or not _str_list(questions):
+            if not _str_list(questions):
                 raise InvalidParameter(
-                    "onboarding_info needs a string prologue and a list of string questions"
+                    "onboarding_info.suggested_questions must be a list of strings"
+                )
+            if len(questions) > MAX_QUESTIONS or any(
+                len(q) > MAX_QUESTION_CHARS for q in questions
+            ):
+                raise InvalidParameter(
+                    f"onboarding_info.suggested_questions allows {MAX_QUESTIONS} questions "
+                    f"of at most {MAX_QUESTION_CHARS} characters"
                 )
             changes["prologue"] = prologue
             changes["suggested_questions"] = tuple(questions)
@@ -132,9 +148,9 @@ class BotConfig:
                 for item in _list(plugins.get("id_list") or [], "plugin_id_list.id_list")
             )
         if "variables" in body:
-            changes["variables"] = _variables(body["variables"])
+            changes["variables"] = _variables(body["variables"], limits)
         if "functions" in body:
-            changes["functions"] = _functions(body["functions"])
+            changes["functions"] = _functions(body["functions"], limits)
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,8 +197,10 @@ class BotConfig:
 def _model(model: Mapping[str, Any]) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     model_id = model.get("model_id", "default")
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidParameter("model_info_config.model_id must be a non-empty string")
+    if not isinstance(model_id, str) or not model_id.strip() or len(model_id) > 200:
+        raise InvalidParameter(
+            "model_info_config.model_id must be a non-empty string (200 at most)"
+        )
     changes["model_id"] = model_id.strip()
     params: dict[str, Any] = {}
     for name, (low, high) in MODEL_PARAMS.items():
@@ -210,10 +228,12 @@ def _model(model: Mapping[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def _variables(raw: Any) -> tuple[Variable, ...]:
+def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
     seen: set[str] = set()
     result = []
-    for i, item in enumerate(_list(raw, "variables")):
+    if len(_list(raw, "variables")) > MAX_VARIABLES:
+        raise InvalidParameter(f"variables allows at most {MAX_VARIABLES} variables")
+    for i, item in enumerate(raw):
         where = f"variables[{i}]"
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
@@ -223,21 +243,21 @@ def _variables(raw: Any) -> tuple[Variable, ...]:
         if keyword in seen or keyword.startswith("sys_"):
             raise InvalidParameter(f"{where}.keyword '{keyword}' is duplicated or reserved")
         seen.add(keyword)
-        default = item.get("default_value", "")
-        description = item.get("description", "")
+        default = text(item.get("default_value", ""), f"{where}.default_value", MAX_VALUE_CHARS)
+        description = limits.description(item.get("description", ""), f"{where}.description")
         enable = item.get("enable", True)
-        if not isinstance(default, str) or not isinstance(description, str):
-            raise InvalidParameter(f"{where}: default_value and description must be strings")
         if not isinstance(enable, bool):
             raise InvalidParameter(f"{where}.enable must be a boolean")
         result.append(Variable(keyword, default, description, enable))
     return tuple(result)
 
 
-def _functions(raw: Any) -> tuple[ClientFunction, ...]:
+def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:
     seen: set[str] = set()
     result = []
-    for i, item in enumerate(_list(raw, "functions")):
+    if len(_list(raw, "functions")) > MAX_FUNCTIONS:
+        raise InvalidParameter(f"functions allows at most {MAX_FUNCTIONS} functions")
+    for i, item in enumerate(raw):
         where = f"functions[{i}]"
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
@@ -245,10 +265,8 @@ def _functions(raw: Any) -> tuple[ClientFunction, ...]:
         if not isinstance(name, str) or not _FUNCTION_NAME.match(name) or name in seen:
             raise InvalidParameter(f"{where}.name must be a unique function name")
         seen.add(name)
-        description = item.get("description", "")
+        description = limits.description(item.get("description", ""), f"{where}.description")
         parameters = item.get("parameters", {"type": "object", "properties": {}})
-        if not isinstance(description, str):
-            raise InvalidParameter(f"{where}.description must be a string")
         if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
             raise InvalidParameter(f"{where}.parameters must be a JSON schema of type object")
         result.append(ClientFunction(name, description, parameters))

@@ -14,6 +14,7 @@ from coze_lab.core.bots.config import BotConfig
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound, NotPublished
 from coze_lab.core.ids import new_id
+from coze_lab.core.limits import Limits, text
 from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
@@ -77,9 +78,11 @@ class BotService:
         clock: Clock = utcnow,
         check_model: Callable[[str], None] | None = None,
         plugin_versions: Callable[[int, Sequence[int]], dict[int, int]] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._db = db
         self._clock = clock
+        self.limits = limits or Limits()
         self._check_model = check_model
         self._plugin_versions = plugin_versions
         self._versions: dict[tuple[int, int], BotConfig] = {}
@@ -87,10 +90,10 @@ class BotService:
     # ---- drafts ------------------------------------------------------------------------
     def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
         """A new bot in ``workspace_id`` (one of the user's spaces), made by ``owner_id``."""
-        name = _name(body.get("name"))
-        description = _text(body, "description", 2000)
-        icon_url = _text(body, "icon_url", 1024)
-        config = BotConfig.from_body(body)
+        name = self.limits.name(body.get("name"), "name")
+        description = self.limits.description(body.get("description"), "description")
+        icon_url = text(body.get("icon_url"), "icon_url", 1024)
+        config = BotConfig.from_body(body, self.limits)
         now = self._clock()
         with self._db.transaction() as session:
             Access.load(session, owner_id).require(workspace_id, Permission.EDIT)
@@ -114,14 +117,14 @@ class BotService:
         """Apply an update body to the draft only (published versions never change)."""
         with self._db.transaction() as session:
             row = self._editable(session, owner_id, bot_id)
-            config = BotConfig.from_dict(row.draft).updated(body)
+            config = BotConfig.from_dict(row.draft).updated(body, self.limits)
             self._check(row.workspace_id, config, session)
             if "name" in body:
-                row.name = _name(body["name"])
+                row.name = self.limits.name(body["name"], "name")
             if "description" in body:
-                row.description = _text(body, "description", 2000)
+                row.description = self.limits.description(body["description"], "description")
             if "icon_url" in body:
-                row.icon_url = _text(body, "icon_url", 1024)
+                row.icon_url = text(body["icon_url"], "icon_url", 1024)
             row.draft = config.to_dict()
             row.updated_at = self._clock()
             return self._info(session, row)
@@ -258,11 +261,7 @@ class BotService:
                 return ResolvedBot(info, info.config, None)
             number = info.connectors.get(connector_id)
             if number is None:
-                name = connectors.NAMES.get(connector_id, connector_id)
-                raise NotPublished(
-                    f"bot {bot_id} is not published to the {name} connector ({connector_id}); "
-                    "publish it first"
-                )
+                raise connectors.not_published(bot_id, connector_id)
             config = self._versions.get((bot_id, number))
             if config is None:  # versions never change: read each one once
                 stored = session.scalars(
@@ -346,16 +345,3 @@ def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:
         connectors={b.connector_id: b.version for b in bindings},
         published_at=max((b.published_at for b in bindings), default=None),
     )
-
-
-def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > 255:
-        raise InvalidParameter("name must be a non-empty string of at most 255 characters")
-    return value.strip()
-
-
-def _text(body: Mapping[str, Any], key: str, limit: int) -> str:
-    value = body.get(key) or ""
-    if not isinstance(value, str) or len(value) > limit:
-        raise InvalidParameter(f"{key} must be a string of at most {limit} characters")
-    return value

@@ -7,9 +7,8 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
@@ -23,12 +22,14 @@ from coze_lab.core.ids import new_id
 from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
 
 log = logging.getLogger("coze_lab.chat")
-T = TypeVar("T")
 
 #: how often a streaming chat looks in the database for a cancel from another replica
 CANCEL_POLL_S = 0.5
-#: how often a running chat marks itself alive (see ChatService.recover)
-HEARTBEAT_S = 15.0
+#: how often a running chat marks itself alive by default (see ChatService.recover)
+HEARTBEAT_S = 6.0
+#: how often the answer streamed so far is written (a server killed mid-answer loses at most
+#: this much of it); the writes run in a thread, off the token path
+PARTIAL_SAVE_S = 0.5
 
 
 class _Canceled(Exception):
@@ -93,9 +94,15 @@ class AgentRun:
         clock: Clock,
         persist: bool = True,
         written: asyncio.Event | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         self.chat = chat
         self._written = written
+        self._heartbeat_s = heartbeat_s
+        #: held while the keeper writes, and by every write that replaces a partial answer
+        self._save_lock = asyncio.Lock()
+        self._saved: tuple[int, int] | None = None  # (answer id, parts) last written
+        self._kept: list[int] = []  # answer ids with a partial row in the database
         self.state = state
         self.tools = tools
         self._spec = spec
@@ -110,18 +117,67 @@ class AgentRun:
         self._beat_at = time.monotonic()
 
     async def run(self) -> None:
+        keeper = asyncio.get_running_loop().create_task(self._keep())
         try:
             await self._rounds()
         except (_Canceled, asyncio.CancelledError):
+            await self._stop(keeper)
             self._canceled()
         except CozeLabError as exc:
+            await self._stop(keeper)
             self._fail(exc.code, exc.msg)
         except Exception as exc:  # a bug must still end the chat visibly
             log.exception("chat %s failed", self.chat.id)
+            await self._stop(keeper)
             self._fail(5000, f"internal error: {type(exc).__name__}")
         finally:
+            await self._stop(keeper)
             self._channel.put(ChatEvent(ev.DONE))
             self._channel.close()
+
+    # ---- kept alive and kept so far -----------------------------------------------------------
+    async def _keep(self) -> None:
+        """While the chat runs: write the answer streamed so far every ``PARTIAL_SAVE_S``
+        (it doubles as the heartbeat), else beat every ``heartbeat_s`` (during tool calls,
+        or before the first token). A server killed mid-answer leaves the chat to be failed
+        by ``ChatService.recover`` with its partial answer kept."""
+        if self._written is not None:
+            await self._written.wait()
+        while True:
+            await asyncio.sleep(min(PARTIAL_SAVE_S, self._heartbeat_s))
+            async with self._save_lock:
+                partial = self._partial
+                if partial is not None and self._persist and partial[1]:
+                    answer_id, parts = partial
+                    if self._saved != (answer_id, len(parts)):
+                        answer = self._row(
+                            "answer", "".join(parts), message_id=answer_id, meta={"partial": "true"}
+                        )
+                        await asyncio.to_thread(
+                            self._store.save_partial, self.chat.id, self.chat.owner_id, answer
+                        )
+                        self._saved = (answer_id, len(parts))
+                        if answer_id not in self._kept:
+                            self._kept.append(answer_id)
+                        self._beat_at = time.monotonic()
+                        continue
+                if time.monotonic() - self._beat_at >= self._heartbeat_s:
+                    await asyncio.to_thread(self._store.touch, self.chat.id)
+                    self._beat_at = time.monotonic()
+
+    async def _stop(self, keeper: asyncio.Task[None]) -> None:
+        """Stop the keeper between two writes (never in the middle of one)."""
+        if keeper.done():
+            return
+        async with self._save_lock:
+            keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeper
+
+    def _replacing(self) -> list[int]:
+        """The partial answers written so far: the final rows take their place."""
+        kept, self._kept = self._kept, []
+        return kept
 
     # ---- the loop ---------------------------------------------------------------------------
     async def _rounds(self) -> None:
@@ -134,7 +190,8 @@ class AgentRun:
                 await self._written.wait()
             self.state.round += 1
             if not calls:
-                self._complete(content)
+                async with self._save_lock:
+                    self._complete(content)
                 return
             assistant: dict[str, Any] = {
                 "role": "assistant",
@@ -142,10 +199,11 @@ class AgentRun:
                 "tool_calls": [c.to_openai() for c in calls],
             }
             self.state.messages.append(assistant)
-            self._write([self._function_call(c) for c in calls], emit=True)
+            async with self._save_lock:  # text said before the calls was not an answer
+                self._write([self._function_call(c) for c in calls], emit=True)
             server = [c for c in calls if self._invoker(c) is not None]
             client = [c for c in calls if self._invoker(c) is None]
-            outcomes = await self._beating(asyncio.gather(*(self._invoke(c) for c in server)))
+            outcomes = await asyncio.gather(*(self._invoke(c) for c in server))
             responses = []
             for call, outcome in zip(server, outcomes, strict=True):
                 self.state.messages.append(
@@ -179,20 +237,6 @@ class AgentRun:
         self._answer_id = answer_id
         return done.content, done.tool_calls
 
-    async def _beating(self, work: Awaitable[T]) -> T:
-        """Await ``work`` (tools may take minutes) while the chat keeps marking itself alive."""
-
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(HEARTBEAT_S)
-                self._store.touch(self.chat.id)
-
-        beating = asyncio.get_running_loop().create_task(beat())
-        try:
-            return await work
-        finally:
-            beating.cancel()
-
     def _invoker(self, call: ToolCall) -> Any:
         tool = self.tools.get(call.name)
         if tool is None:
@@ -223,6 +267,7 @@ class AgentRun:
             usage=coze_usage(self.state.usage),
             messages=[answer] if self._persist else [],
             owner_id=self.chat.owner_id,
+            replacing=self._replacing(),
         )
         if final is None:
             return
@@ -253,11 +298,22 @@ class AgentRun:
             self._channel.put(ChatEvent(ev.CHAT_REQUIRES_ACTION, chat=final))
 
     def _fail(self, code: int, msg: str) -> None:
+        """Record the failure, keeping what was streamed of the answer (marked partial)."""
+        rows = []
+        if self._partial is not None and self._partial[1] and self._persist:
+            answer_id, parts = self._partial
+            rows.append(
+                self._row("answer", "".join(parts), message_id=answer_id, meta={"partial": "true"})
+            )
+            self._partial = None
         final = self._store.finish(
             self.chat.id,
             "failed",
             usage=coze_usage(self.state.usage),
             last_error={"code": code, "msg": msg},
+            messages=rows,
+            owner_id=self.chat.owner_id,
+            replacing=self._replacing() if rows else (),
         )
         if final is not None:
             self._channel.put(ChatEvent(ev.CHAT_FAILED, chat=final))
@@ -271,7 +327,9 @@ class AgentRun:
             self._store.add_messages(
                 self.chat.owner_id,
                 [self._row("answer", text, message_id=answer_id, meta={"canceled": "true"})],
+                replacing=self._replacing(),
             )
+            self._partial = None
         if self._store.status(self.chat.id) != "canceled":
             self._fail(5000, "the server stopped while this chat was running")
 
@@ -341,7 +399,7 @@ class AgentRun:
         if not infos:
             return
         if self._persist:
-            self._store.add_messages(self.chat.owner_id, infos)
+            self._store.add_messages(self.chat.owner_id, infos, replacing=self._replacing())
         if emit:
             for info in infos:
                 self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=info))
@@ -353,6 +411,3 @@ class AgentRun:
         self._checked_at = now
         if self._store.status(self.chat.id) == "canceled":
             raise _Canceled
-        if now - self._beat_at >= HEARTBEAT_S:
-            self._beat_at = now
-            self._store.touch(self.chat.id)

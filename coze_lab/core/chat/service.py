@@ -42,8 +42,8 @@ log = logging.getLogger("coze_lab.chat")
 #: loop turns a starting chat gives its agent to send the model request before the chat's
 #: rows are written (the write then overlaps the model's time to first token)
 LAUNCH_YIELDS = 12
-#: a chat whose heartbeat (every 15 s while it runs) is this old was lost with its server
-STALE_AFTER_S = 120
+#: a chat whose server died is failed within this many seconds by default (chat_lost_after_s)
+LOST_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,14 @@ class ChatService:
         runs: Callable[[], Any] | None = None,
         plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
+        lost_after_s: float = LOST_AFTER_S,
     ) -> None:
         self.bots = bots
+        # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
+        # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
+        self.lost_after_s = lost_after_s
+        self._stale_s = 0.6 * lost_after_s
+        self._heartbeat_s = self._stale_s / 3
         self.conversations = conversations
         self.store = store
         self._registry = registry
@@ -239,10 +245,13 @@ class ChatService:
 
     def recover(self) -> int:
         """Fail chats left ``in_progress`` by a server that died (their heartbeat stopped);
-        a client polling them sees ``failed`` with the reason instead of waiting forever."""
-        return self.store.fail_stale(self._clock() - timedelta(seconds=STALE_AFTER_S))
+        a client polling them sees ``failed`` with the reason instead of waiting forever,
+        and the answer streamed before the end (kept as it streamed) as a partial answer."""
+        return self.store.fail_stale(self._clock() - timedelta(seconds=self._stale_s))
 
-    def start_recovery_loop(self, every_s: float = 60.0) -> None:
+    def start_recovery_loop(self, every_s: float | None = None) -> None:
+        every_s = self.lost_after_s / 5 if every_s is None else every_s
+
         async def loop() -> None:
             while True:
                 try:
@@ -288,6 +297,7 @@ class ChatService:
             clock=self._clock,
             persist=persist,
             written=written,
+            heartbeat_s=self._heartbeat_s,
         )
         task = asyncio.get_running_loop().create_task(run.run(), name=f"chat-{chat.id}")
         self._tasks[chat.id] = task

@@ -144,8 +144,25 @@ class ChatStore:
         ]
         return NewChat(self, conversation, row, infos, bot_id, now, persist, new_conversation)
 
-    def add_messages(self, owner_id: int, messages: Sequence[MessageInfo]) -> None:
-        self.conversations.add_messages(owner_id, messages)
+    def add_messages(
+        self, owner_id: int, messages: Sequence[MessageInfo], *, replacing: Sequence[int] = ()
+    ) -> None:
+        """Write ``messages``, in place of the partial answers ``replacing`` names."""
+        self.conversations.add_messages(owner_id, messages, replacing=replacing)
+
+    def save_partial(self, chat_id: int, owner_id: int, answer: MessageInfo) -> bool:
+        """Keep the answer streamed so far (one message, rewritten as it grows) and mark the
+        chat alive, in one transaction; False (nothing written) once the chat has ended."""
+        with self._db.write() as connection:
+            alive = connection.execute(
+                update(Chat)
+                .where(Chat.id == chat_id, Chat.status == "in_progress")
+                .values(updated_at=self._clock())
+            ).rowcount
+            if not alive:
+                return False
+            self.conversations.put_message(connection, owner_id, answer)
+            return True
 
     def finish(
         self,
@@ -158,9 +175,10 @@ class ChatStore:
         state: dict[str, Any] | None = None,
         messages: Sequence[MessageInfo] = (),
         owner_id: int | None = None,
+        replacing: Sequence[int] = (),
     ) -> ChatInfo | None:
-        """Record the outcome (and the last messages) unless the chat was canceled meanwhile;
-        None when it was."""
+        """Record the outcome (and the last messages, in place of the partial answers
+        ``replacing`` names) unless the chat was canceled meanwhile; None when it was."""
         now = self._clock()
         values: dict[str, Any] = {
             "status": status,
@@ -180,9 +198,11 @@ class ChatStore:
             ).rowcount
             if not done:
                 return None
-            if messages:
+            if messages or replacing:
                 assert owner_id is not None, "messages need their owner"
-                self.conversations.insert_messages(connection, owner_id, messages)
+                self.conversations.insert_messages(
+                    connection, owner_id, messages, replacing=replacing
+                )
             return _info(connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one())
 
     def resume(self, chat_id: int) -> dict[str, Any] | None:
@@ -255,7 +275,8 @@ class ChatStore:
             )
 
     def fail_stale(self, before: datetime) -> int:
-        """Fail the in-progress chats whose heartbeat stopped before ``before``."""
+        """Fail the in-progress chats whose heartbeat stopped before ``before``; what they
+        streamed stays, as their partial answer."""
         now = self._clock()
         with self._db.write() as connection:
             return connection.execute(
@@ -267,7 +288,8 @@ class ChatStore:
                     updated_at=now,
                     last_error={
                         "code": 5000,
-                        "msg": "the server running this chat stopped; send the message again",
+                        "msg": "the server running this chat stopped; the answer so far is kept "
+                        "(marked partial); send the message again",
                     },
                 )
             ).rowcount

@@ -8,6 +8,7 @@ from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 
 CONTENT_TYPES = ("text", "object_string", "card")
 ROLES = ("user", "assistant")
@@ -55,10 +56,7 @@ def file_ids(content: str, content_type: str) -> list[int]:
 
 
 def _parts(content: str) -> list[Mapping[str, Any]]:
-    try:
-        parts = json.loads(content)
-    except json.JSONDecodeError as exc:
-        raise InvalidParameter(f"object_string content is not JSON: {exc.msg}") from exc
+    parts = parse_json(content, "object_string content")
     if not isinstance(parts, list) or not parts:
         raise InvalidParameter("object_string content must be a non-empty JSON list")
     for i, part in enumerate(parts):

@@ -8,15 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 
+from coze_lab.core import connectors
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.limits import Limits
 from coze_lab.core.spaces import visible
 from coze_lab.store import Database
-from coze_lab.store.models import BotRecord, Conversation, Message
+from coze_lab.store.models import BotConnector, BotRecord, Conversation, Message
 
 MAX_INITIAL_MESSAGES = 100
 
@@ -154,10 +156,12 @@ class ConversationService:
         *,
         clock: Clock = utcnow,
         check_file: Callable[[int, int], None] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._db = db
         self._clock = clock
         self._check_file = check_file
+        self.limits = limits or Limits()
 
     def file_checker(self, owner_id: int) -> Callable[[int], None] | None:
         if self._check_file is None:
@@ -186,7 +190,7 @@ class ConversationService:
         messages: Sequence[Any] = (),
     ) -> ConversationInfo:
         meta = check_meta_data(meta_data)
-        name = _name(name)
+        name = self.limits.name(name, "name", required=False)
         if len(messages) > MAX_INITIAL_MESSAGES:
             raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
         check_file = self.file_checker(owner_id)
@@ -197,7 +201,7 @@ class ConversationService:
         now = self._clock()
         with self._db.transaction() as session:
             if bot_id is not None:
-                _visible_bot(session, owner_id, bot_id)
+                _usable_bot(session, owner_id, bot_id, connector_id)
             row = Conversation(
                 id=new_id(),
                 owner_id=owner_id,
@@ -245,7 +249,7 @@ class ConversationService:
     ) -> ConversationInfo:
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, connector_id, conversation_id)
-            row.name = _name(name)
+            row.name = self.limits.name(name, "name", required=False)
             row.updated_at = self._clock()
             return _conversation(row)
 
@@ -421,17 +425,40 @@ class ConversationService:
             )
 
     def insert_messages(
-        self, connection: Any, owner_id: int, messages: Sequence[MessageInfo]
+        self,
+        connection: Any,
+        owner_id: int,
+        messages: Sequence[MessageInfo],
+        *,
+        replacing: Sequence[int] = (),
     ) -> None:
-        """Write messages inside the caller's transaction (plain INSERTs: a chat's hot path)."""
+        """Write messages inside the caller's transaction (plain INSERTs: a chat's hot path);
+        the messages ``replacing`` names (a chat's partial answers) are removed first."""
+        if replacing:
+            connection.execute(
+                delete(Message).where(Message.owner_id == owner_id, Message.id.in_(replacing))
+            )
         if messages:
             connection.execute(insert(Message), [_message_values(owner_id, m) for m in messages])
 
-    def add_messages(self, owner_id: int, messages: Sequence[MessageInfo]) -> None:
+    def add_messages(
+        self, owner_id: int, messages: Sequence[MessageInfo], *, replacing: Sequence[int] = ()
+    ) -> None:
         """Write messages in a transaction of their own."""
-        if messages:
+        if messages or replacing:
             with self._db.write() as connection:
-                self.insert_messages(connection, owner_id, messages)
+                self.insert_messages(connection, owner_id, messages, replacing=replacing)
+
+    def put_message(self, connection: Any, owner_id: int, message: MessageInfo) -> None:
+        """Write ``message`` inside the caller's transaction, in place of the stored message
+        with its id if there is one (a chat's answer, rewritten as it streams)."""
+        kept = connection.execute(
+            update(Message)
+            .where(Message.id == message.id, Message.owner_id == owner_id)
+            .values(content=message.content, updated_at=message.updated_at)
+        ).rowcount
+        if not kept:
+            connection.execute(insert(Message), _message_values(owner_id, message))
 
     # ---- internals ----------------------------------------------------------------------------
     def _owned(
@@ -459,20 +486,23 @@ class ConversationService:
         return row
 
 
-def _visible_bot(session: Any, user_id: int, bot_id: int) -> None:
-    """A bot of one of the user's spaces (the conversation itself stays the user's)."""
+def _usable_bot(session: Any, owner_id: int, bot_id: int, connector_id: str) -> None:
+    """A bot of one of the user's spaces (the conversation itself stays the user's),
+    published to ``connector_id`` (the Playground uses drafts): the same refusal as a chat
+    with that bot on that connector."""
     found = session.scalar(
-        select(BotRecord.id).where(BotRecord.id == bot_id, visible(BotRecord.workspace_id, user_id))
+        select(BotRecord.id).where(
+            BotRecord.id == bot_id, visible(BotRecord.workspace_id, owner_id)
+        )
     )
     if found is None:
         raise NotFound(f"bot {bot_id} does not exist")
-
-
-def _name(value: Any) -> str:
-    value = value or ""
-    if not isinstance(value, str) or len(value) > 255:
-        raise InvalidParameter("name must be a string of at most 255 characters")
-    return value
+    if connector_id != connectors.PLAYGROUND and not session.scalar(
+        select(BotConnector.bot_id).where(
+            BotConnector.bot_id == bot_id, BotConnector.connector_id == connector_id
+        )
+    ):
+        raise connectors.not_published(bot_id, connector_id)
 
 
 def _conversation(row: Conversation) -> ConversationInfo:

@@ -7,6 +7,7 @@ import re
 
 import sqlglot
 from sqlalchemy import TextClause, text
+from sqlalchemy.exc import StatementError
 from sqlglot import exp
 
 from coze_lab.core.errors import InvalidParameter
@@ -113,3 +114,22 @@ def _scope_insert(tree: exp.Insert, physical: str) -> dict[str, None]:
 
 def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0][:200]
+
+
+def sql_failure(exc: StatementError, *, physical: str, logical: str) -> str:
+    """The database's reason for a failed statement, in the user's terms: its first line,
+    the real table named as the user's table, without the rewritten SQL or parameters.
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError
+        >>> exc = OperationalError("SELECT ...", {}, Exception("no such column: ut_1_draft.x"))
+        >>> sql_failure(exc, physical="ut_1_draft", logical="notes")
+        'no such column: notes.x'
+    """
+    orig = exc.orig if exc.orig is not None else exc
+    args = getattr(orig, "args", ())
+    # pymysql puts (code, message) in args; the others a message
+    text = args[1] if len(args) == 2 and isinstance(args[0], int) else str(orig)
+    reason = str(text).strip().splitlines()[0] if str(text).strip() else type(orig).__name__
+    reason = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", reason)
+    return reason.replace(physical, logical)[:300]

@@ -37,6 +37,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.exc import StatementError
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, InvalidParameter, NotFound
@@ -389,7 +390,7 @@ class TableService:
         allow_writes: bool = False,
     ) -> dict[str, Any]:
         """Custom SQL on this one table: parsed, checked, scoped to the user, values bound."""
-        from coze_lab.core.memory.sql import scoped_statement
+        from coze_lab.core.memory.sql import scoped_statement, sql_failure
 
         table, info = self._table(owner_id, table_id, scene)
         statement, bound, reads = scoped_statement(
@@ -402,12 +403,16 @@ class TableService:
         )
         values = {**params, "__uid": str(owner_id), "__now": self._clock()}
         values.update({name: new_id() for name in bound})  # one id per inserted row
-        with self._db.write() as connection:
-            result = connection.execute(statement, values)
-            if reads:
-                rows = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
-                return {"rows": rows, "count": len(rows)}
-            return {"rows": [], "count": result.rowcount}
+        try:
+            with self._db.write() as connection:
+                result = connection.execute(statement, values)
+                if reads:
+                    rows = [_plain(dict(r._mapping)) for r in result.fetchmany(MAX_ROWS)]
+                    return {"rows": rows, "count": len(rows)}
+                return {"rows": [], "count": result.rowcount}
+        except StatementError as exc:  # the rewritten SQL and real table stay out of sight
+            reason = sql_failure(exc, physical=table.name, logical=info.name)
+            raise InvalidParameter(f"the SQL failed: {reason} (in: {sql})") from None
 
     # ---- internals ------------------------------------------------------------------------------
     def _table(self, owner_id: int, table_id: int, scene: str) -> tuple[Table, TableInfo]:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from coze_lab import __version__
+from coze_lab._version import __version__
 from coze_lab.core.models.errors import ModelNotConfigured
 from coze_lab.core.models.spec import ModelSpec
 from coze_lab.core.models.types import Completion, CompletionChunk

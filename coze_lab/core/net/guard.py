@@ -1,7 +1,10 @@
 """The SSRF guard: resolve, check every address, connect only to what was checked.
 
 A request to a private, loopback, link-local, multicast or reserved address is refused
-before any packet is sent to it, unless the policy allows that network explicitly. The
+before any packet is sent to it, unless the policy allows that network explicitly. IPv6
+addresses that carry an IPv4 address (mapped ``::ffff:a.b.c.d``, compatible ``::a.b.c.d``,
+NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4 ``2002::/16``, Teredo ``2001::/32``)
+are judged by the IPv4 address they carry. The
 guard resolves the host itself and connects to the checked IP (keeping the Host header
 and TLS server name), so a DNS answer that changes between check and connect cannot slip
 through; redirects are followed hop by hop and each hop is checked again.
@@ -22,6 +25,9 @@ from coze_lab.core.errors import InvalidParameter, PermissionDenied
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MAX_REDIRECTS = 5
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: prefixes of /48 to /96
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765 IPv4-translated
 
 
 class BlockedAddress(PermissionDenied):
@@ -47,9 +53,51 @@ class OutboundPolicy:
         return cls(tuple(ipaddress.ip_network(n, strict=False) for n in networks), **kwargs)
 
     def allows(self, address: IPAddress) -> bool:
+        """Whether calls may go to ``address``; an IPv6 address that carries an IPv4
+        address is judged by that IPv4 address.
+
+        Example:
+            >>> OutboundPolicy().allows(ipaddress.ip_address("64:ff9b::127.0.0.1"))
+            False
+        """
         if any(address in net for net in self.allowed_networks):
             return True
+        if isinstance(address, ipaddress.IPv6Address):
+            carried = embedded_ipv4(address)
+            if carried:
+                return all(self.allows(v4) for v4 in carried)
         return address.is_global and not address.is_multicast
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (every candidate when the format is
+    ambiguous); ``[]`` for a plain IPv6 address.
+
+    Example:
+        >>> [str(a) for a in embedded_ipv4(ipaddress.ip_address("2002:7f00:1::"))]
+        ['127.0.0.1']
+    """
+    value = int(address)
+
+    def v4(bits: int) -> ipaddress.IPv4Address:
+        return ipaddress.IPv4Address(bits & 0xFFFFFFFF)
+
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if value >> 32 == 0 or address in _TRANSLATED or address in _NAT64:
+        return [v4(value)]  # compatible ::a.b.c.d (and :: and ::1), translated, NAT64
+    if address in _NAT64_LOCAL:  # RFC 6052 layouts of /48, /56, /64 and /96 prefixes
+        return [
+            v4(((value >> 64) & 0xFFFF) << 16 | (value >> 40) & 0xFFFF),
+            v4(((value >> 64) & 0xFF) << 24 | (value >> 32) & 0xFFFFFF),
+            v4(value >> 24),
+            v4(value),
+        ]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return list(address.teredo)
+    return []
 
 
 async def resolve(host: str, port: int) -> list[IPAddress]:

@@ -116,7 +116,10 @@ class PluginAuthorization(PluginLookups):
             raise InvalidParameter(f"plugin {row.id} does not use the OAuth authorization code")
         redirect = redirect_uri or self.callback_url
         if not redirect:
-            raise InvalidParameter("no callback URL: set public_url (COZE_LAB_PUBLIC_URL)")
+            raise InvalidParameter(
+                "no OAuth callback address: set c.CozeLab.public_url (or COZE_LAB_PUBLIC_URL) "
+                "to the URL users reach this server at, e.g. https://hub.example.org/user/you/"
+            )
         state = oauth.new_state()
         verifier, challenge = oauth.pkce_pair() if auth.pkce else (None, None)
         now = self._clock()

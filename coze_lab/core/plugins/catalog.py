@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import httpx
@@ -17,14 +17,10 @@ from coze_lab.core.plugins.authorization import check_credentials
 from coze_lab.core.plugins.credentials import CLIENT, SERVICE
 from coze_lab.core.plugins.document import (
     ToolSpec,
-    load_document,
-    server_url,
-    tools_from_document,
-    validate_document,
 )
+from coze_lab.core.plugins.importing import Draft, read_draft_isolated
 from coze_lab.core.plugins.lookups import PluginLookups, _check_scene
-from coze_lab.core.plugins.manifest import Manifest, parse_manifest
-from coze_lab.core.plugins.problems import PluginSpecError, Problem
+from coze_lab.core.plugins.problems import Problem
 from coze_lab.core.plugins.types import (
     PluginInfo,
     ToolDefinition,
@@ -41,16 +37,6 @@ from coze_lab.store.models import (
 )
 
 log = logging.getLogger("coze_lab.plugins")
-
-
-@dataclass(frozen=True)
-class _Draft:
-    doc: dict[str, Any]
-    manifest: Manifest
-    secrets: dict[str, str]
-    tools: list[ToolSpec]
-    server_url: str
-    warnings: list[Problem]
 
 
 class PluginCatalog(PluginLookups):
@@ -142,7 +128,7 @@ class PluginCatalog(PluginLookups):
         url: str | None,
         manifest: dict[str, Any] | None,
         explicit_server: str | None,
-    ) -> _Draft:
+    ) -> Draft:
         base_url = None
         if url is not None:
             if not isinstance(url, str) or not url.strip():
@@ -150,32 +136,10 @@ class PluginCatalog(PluginLookups):
             openapi, base_url = await self.fetch_document(url), url
         if openapi is None:
             raise InvalidParameter("give an OpenAPI document (openapi) or its url")
-        doc = load_document(openapi)
-        problems = validate_document(doc)
-        parsed, secrets, manifest_problems = parse_manifest(manifest, doc)
-        problems += manifest_problems
-        tools: list[ToolSpec] = []
-        warnings: list[Problem] = []
-        try:
-            tools, warnings = tools_from_document(doc)
-        except PluginSpecError as exc:
-            problems += exc.problems
-        except Exception as exc:  # a document broken in a way the validator reported
-            if not problems:
-                problems.append(Problem("/paths", f"cannot read the operations: {exc}"))
-        if not tools and not problems:
-            problems.append(Problem("/paths", "the document has no usable operation"))
-        server = explicit_server or server_url(doc, base_url)
-        if explicit_server is not None and not isinstance(explicit_server, str):
-            problems.append(Problem("/server_url", "must be a string"))
-        elif not server:
-            problems.append(Problem("/servers", "no server URL: add servers or give server_url"))
-        elif not str(server).startswith(("http://", "https://")):
-            problems.append(Problem("/servers/0/url", f"must be an absolute http(s) URL: {server}"))
-        if problems:
-            raise PluginSpecError(problems)
-        assert parsed is not None and server
-        return _Draft(doc, parsed, secrets, tools, str(server), warnings)
+        # bounded, and in a child process: a hostile document never blocks the server
+        return await read_draft_isolated(
+            openapi, manifest, explicit_server, base_url, self.settings.import_limits
+        )
 
     async def fetch_document(self, url: str) -> str:
         """The document at ``url``, fetched through the SSRF guard."""

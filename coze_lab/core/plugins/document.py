@@ -128,16 +128,35 @@ def tool_name(operation: dict[str, Any], method: str, path: str) -> str:
     return re.sub("_{2,}", "_", name)[:64]
 
 
-class _Resolver:
-    """Local ``$ref`` resolution; cycles become an empty schema, the rest a Problem."""
+#: the deepest schema a tool may have once every ``$ref`` is expanded
+MAX_SCHEMA_DEPTH = 64
 
-    def __init__(self, doc: dict[str, Any], problems: list[Problem]) -> None:
+
+class ExpansionLimit(Exception):
+    """Expanding the references went past a limit (a ``$ref`` fan-out grows exponentially)."""
+
+
+class _Resolver:
+    """Local ``$ref`` resolution; cycles become an empty schema, the rest a Problem.
+
+    Every value produced counts against ``max_nodes`` and the nesting against
+    ``MAX_SCHEMA_DEPTH``: a small document whose references fan out cannot expand into
+    gigabytes; ExpansionLimit stops it at the first value past a limit.
+    """
+
+    def __init__(
+        self, doc: dict[str, Any], problems: list[Problem], max_nodes: int | None = None
+    ) -> None:
         self.doc = doc
         self.problems = problems
+        self.max_nodes = max_nodes
+        self.left = max_nodes if max_nodes is not None else -1
 
-    def target(self, ref: str, where: str) -> Any:
+    def target(self, ref: str, where: Where) -> Any:
         if not ref.startswith("#/"):
-            self.problems.append(Problem(where, f"only local references are allowed: {ref}"))
+            self.problems.append(
+                Problem(_pointer(where), f"only local references are allowed: {ref}")
+            )
             return None
         node: Any = self.doc
         for part in ref[2:].split("/"):
@@ -147,28 +166,50 @@ class _Resolver:
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 node = node[int(part)]
             else:
-                self.problems.append(Problem(where, f"unresolvable reference {ref}"))
+                self.problems.append(Problem(_pointer(where), f"unresolvable reference {ref}"))
                 return None
         return node
 
-    def resolve(self, value: Any, where: str, seen: tuple[str, ...] = ()) -> Any:
+    def resolve(self, value: Any, where: Where, seen: tuple[str, ...] = (), depth: int = 0) -> Any:
+        """``value`` with every ``$ref`` replaced by its target; ``where`` is the
+        location as a linked list of keys, turned into a pointer only for a problem."""
+        if self.left == 0:
+            raise ExpansionLimit(
+                f"expanding $ref makes more than {self.max_nodes} schema values "
+                "(setting: plugin_max_schema_nodes)"
+            )
+        self.left -= 1
         if isinstance(value, list):
-            return [self.resolve(v, f"{where}/{i}", seen) for i, v in enumerate(value)]
+            return [self.resolve(v, (where, i), seen, depth + 1) for i, v in enumerate(value)]
         if not isinstance(value, dict):
             return value
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ExpansionLimit(f"expanding $ref nests deeper than {MAX_SCHEMA_DEPTH} levels")
         if isinstance(value.get("$ref"), str):
             ref = value["$ref"]
             if ref in seen:
                 return {"description": f"(recursive: {ref.rsplit('/', 1)[-1]})"}
-            target = self.target(ref, f"{where}/$ref")
+            target = self.target(ref, (where, "$ref"))
             if target is None:
                 return {}
-            resolved = self.resolve(target, where, (*seen, ref))
+            resolved = self.resolve(target, where, (*seen, ref), depth)
             siblings = {k: v for k, v in value.items() if k != "$ref"}
             if siblings and isinstance(resolved, dict):
-                return {**resolved, **self.resolve(siblings, where, seen)}
+                return {**resolved, **self.resolve(siblings, where, seen, depth)}
             return resolved
-        return {k: self.resolve(v, pointer_join(where, k), seen) for k, v in value.items()}
+        return {k: self.resolve(v, (where, k), seen, depth + 1) for k, v in value.items()}
+
+
+#: a location: the pointer of the operation, then (parent, key) pairs below it
+Where = str | tuple[Any, Any]
+
+
+def _pointer(where: Where) -> str:
+    keys: list[Any] = []
+    while isinstance(where, tuple):
+        where, key = where
+        keys.append(key)
+    return str(where) + pointer(*reversed(keys))
 
 
 def pointer_join(base: str, key: object) -> str:
@@ -213,28 +254,63 @@ def json_schema(schema: Any, *, request: bool = True) -> Any:
     return out
 
 
-def tools_from_document(doc: dict[str, Any]) -> tuple[list[ToolSpec], list[Problem]]:
+def operation_count(doc: dict[str, Any]) -> int:
+    """How many operations (a method of a path) the document has.
+
+    Example:
+        >>> operation_count({"paths": {"/a": {"get": {}, "post": {}}, "/b": {"get": {}}}})
+        3
+    """
+    paths = doc.get("paths")
+    if not isinstance(paths, dict):
+        return 0
+    return sum(
+        isinstance(item.get(method), dict)
+        for item in paths.values()
+        if isinstance(item, dict)
+        for method in METHODS
+    )
+
+
+def tools_from_document(
+    doc: dict[str, Any], *, max_nodes: int | None = None
+) -> tuple[list[ToolSpec], list[Problem]]:
     """One tool per operation, and warnings for operations left out (unsupported bodies).
 
     PluginSpecError lists every problem: unresolvable references, duplicate tool names,
-    arguments that collide.
+    arguments that collide, an expansion past ``max_nodes`` values in all or past
+    ``MAX_SCHEMA_DEPTH`` levels.
     """
     problems: list[Problem] = []
     warnings: list[Problem] = []
-    resolver = _Resolver(doc, problems)
+    tools = _tools(doc, _Resolver(doc, problems, max_nodes), problems, warnings)
+    if problems:
+        raise PluginSpecError(problems)
+    return tools, warnings
+
+
+def _tools(
+    doc: dict[str, Any], resolver: _Resolver, problems: list[Problem], warnings: list[Problem]
+) -> list[ToolSpec]:
     tools: list[ToolSpec] = []
     names: dict[str, str] = {}
     for path, item in (doc.get("paths") or {}).items():
         if not isinstance(item, dict):
             continue
         where_path = pointer("paths", path)
-        shared = resolver.resolve(item.get("parameters") or [], where_path + "/parameters")
+        try:
+            shared = resolver.resolve(item.get("parameters") or [], where_path + "/parameters")
+        except ExpansionLimit as exc:
+            raise PluginSpecError([Problem(where_path + "/parameters", str(exc))]) from None
         for method in METHODS:
             operation = item.get(method)
             if not isinstance(operation, dict):
                 continue
             where = pointer_join(where_path, method)
-            op = resolver.resolve(operation, where)
+            try:
+                op = resolver.resolve(operation, where)
+            except ExpansionLimit as exc:  # reported on the operation, not deep inside it
+                raise PluginSpecError([Problem(where, str(exc))]) from None
             name = tool_name(op, method, path)
             if name in names:
                 problems.append(
@@ -245,9 +321,7 @@ def tools_from_document(doc: dict[str, Any]) -> tuple[list[ToolSpec], list[Probl
             if tool is not None:
                 names[name] = where
                 tools.append(tool)
-    if problems:
-        raise PluginSpecError(problems)
-    return tools, warnings
+    return tools
 
 
 def _tool(

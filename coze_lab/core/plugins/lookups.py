@@ -25,6 +25,7 @@ from coze_lab.core.plugins.credentials import CLIENT, SERVICE, TOKEN, Credential
 from coze_lab.core.plugins.document import (
     ToolSpec,
 )
+from coze_lab.core.plugins.importing import ImportLimits
 from coze_lab.core.plugins.manifest import Manifest
 from coze_lab.core.plugins.sending import RetryPolicy
 from coze_lab.core.plugins.types import (
@@ -51,6 +52,7 @@ class PluginSettings:
     backoff_s: float = 0.2
     max_output_chars: int = 20_000
     state_ttl: timedelta = timedelta(minutes=10)
+    import_limits: ImportLimits = field(default_factory=ImportLimits)
 
 
 @dataclass

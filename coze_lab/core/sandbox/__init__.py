@@ -14,12 +14,14 @@ Example:
 
 from .errors import ERROR_TYPES, RunResult, SandboxError
 from .install import install_pyodide, is_installed
+from .mounts import Mount
 from .pool import Runner, WorkerPool
 from .settings import PYODIDE_VERSION, SandboxSettings
 
 __all__ = [
     "ERROR_TYPES",
     "PYODIDE_VERSION",
+    "Mount",
     "RunResult",
     "Runner",
     "SandboxError",

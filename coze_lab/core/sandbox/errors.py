@@ -14,6 +14,7 @@ ERROR_TYPES = (
     "invalid_input",
     "output_too_large",
     "not_installed",
+    "package_unavailable",
 )
 
 

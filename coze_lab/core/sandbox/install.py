@@ -5,6 +5,7 @@ Everything lives under ``settings.cache_dir``::
     deno/                       DENO_DIR (npm:pyodide@<version> after install)
     runtime/<version>-<hash>/   the JS scripts the workers run (written by the host)
     snapshot-<version>-<hash>.bin   Pyodide memory snapshot (workers boot from it in ~0.3 s)
+    packages/                   Pyodide packages fetched by the host, verified (packages.py)
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ PRELOAD = (
     "io",
     "warnings",
     "atexit",
+    # what pyodide.loadPackage imports: installing numpy/pandas costs no extra import time
+    "zipfile",
+    "tarfile",
+    "email",
+    "importlib.metadata",
+    "encodings.cp437",
 )
 
 

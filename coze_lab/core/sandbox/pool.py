@@ -5,9 +5,16 @@ permissions in :class:`SandboxSettings`. Its control thread talks to this pool o
 unix socket (removed from the file system as soon as it is connected) and runs the code in
 Deno workers that have even fewer permissions and never see that socket:
 
-* Python: one long-lived Pyodide interpreter per process, restored from a memory snapshot,
-  fresh globals per run, state left behind by a run undone or the interpreter replaced;
+* Python: long-lived Pyodide interpreters restored from a memory snapshot, each bound to the
+  *owner* of its first run (``run(..., owner=...)``) and never used for another owner; fresh
+  globals per run, state left behind by a run undone or the interpreter replaced;
 * JavaScript: a fresh worker per run (a spare one is kept warm).
+
+The pool routes a run to a process that already has a warm interpreter for its owner when it
+can; otherwise the process binds its spare (a booted interpreter no code has run in) to the
+owner and boots a new spare. Packages (numpy, pandas) are fetched and verified by the pool
+(:mod:`.packages`) and installed into the owner's interpreter before the run; workspace
+folders (:mod:`.mounts`) are copied in and out around it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -36,6 +43,8 @@ from .install import (
     snapshot_path,
     write_runtime,
 )
+from .mounts import Mount, MountsArg, normalize, read_in, write_out
+from .packages import PackageIndex
 from .settings import SandboxSettings
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,8 +74,16 @@ class Runner(Protocol):
         language: str = "python",
         entry: str | None = None,
         timeout: float | None = None,
+        owner: str | None = None,
+        mounts: MountsArg | None = None,
     ) -> RunResult:
-        """Run ``code``; ``entry=None`` calls ``main(args)``, else ``entry(**params)``."""
+        """Run ``code``; ``entry=None`` calls ``main(args)``, else ``entry(**params)``.
+
+        ``owner`` (a user or space id) decides which warm interpreters may serve the run:
+        never one that ran another owner's code (``None`` is one more owner, "anonymous").
+        ``mounts`` maps folder names the code sees (``input``) to host folders
+        (:class:`~coze_lab.core.sandbox.mounts.Mount`).
+        """
 
     async def close(self) -> None:
         """Stop all workers."""
@@ -86,9 +103,23 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _host_of(url: str) -> str | None:
-    m = re.match(r"^[a-z]+://([^/]+)", url)
-    return m.group(1) if m else None
+def owner_key(owner: str | None) -> str:
+    """The key interpreters are bound by; anonymous runs never share with named owners.
+
+    Example:
+        >>> owner_key(None), owner_key("42"), owner_key("")
+        ('anonymous', 'owner:42', 'owner:')
+    """
+    return "anonymous" if owner is None else "owner:" + str(owner)
+
+
+class _Waiter:
+    __slots__ = ("any_slot", "fut", "key")
+
+    def __init__(self, key: str, fut: asyncio.Future[_Slot]) -> None:
+        self.key = key
+        self.fut = fut
+        self.any_slot = False  # waited long enough for its warm slot: any slot will do
 
 
 class _Slot:
@@ -103,16 +134,34 @@ class _Slot:
         self.writer: asyncio.StreamWriter | None = None
         self.alive = False
         self.busy = False
+        self.respawning = False
         self.boot_ms = 0.0
+        #: owner keys with a warm interpreter in this process, and whether a spare is booted
+        self.warm: frozenset[str] = frozenset()
+        self.spare_ready = False
         self._fut: asyncio.Future[tuple[dict[str, Any], dict[str, Any] | None]] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stderr_tail = b""
         self._next_id = 0
 
+    @property
+    def available(self) -> bool:
+        return self.alive and not self.busy
+
+    def _status(self, msg: dict[str, Any]) -> None:
+        warm = msg.get("warm")
+        if isinstance(warm, list):
+            self.warm = frozenset(str(k) for k in warm)
+        if "spare" in msg:
+            self.spare_ready = bool(msg.get("spare"))
+
     # -- lifecycle -------------------------------------------------------------------
     async def spawn(self) -> None:
         s = self.pool.settings
         self.gen += 1
+        self._stderr_tail = b""
+
+        self.warm, self.spare_ready = frozenset(), False
         sock = self.pool.sock_dir / f"w{self.index}-{self.gen}.sock"
         loop = asyncio.get_running_loop()
         connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
@@ -124,7 +173,7 @@ class _Slot:
             else:
                 connected.set_result((r, w))
 
-        limit = 16 * (s.max_result_bytes + s.max_output_bytes) + (1 << 20)
+        limit = 16 * (s.max_result_bytes + s.max_output_bytes) + 2 * s.mount_max_bytes + (1 << 20)
         server = await asyncio.start_unix_server(on_conn, path=str(sock), limit=limit)
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -138,9 +187,10 @@ class _Slot:
             )
             self._tasks = [asyncio.create_task(self._drain_stderr(self.proc))]
             try:
-                self.reader, self.writer = await asyncio.wait_for(
+                reader, self.writer = await asyncio.wait_for(
                     asyncio.shield(connected), s.startup_timeout_s
                 )
+                self.reader = reader
             except asyncio.TimeoutError:
                 raise SandboxError(
                     "worker_crashed", "sandbox process did not connect: " + self._stderr_text()
@@ -150,11 +200,14 @@ class _Slot:
             with contextlib.suppress(OSError):
                 sock.unlink()
         await self._send({"op": "init", "cfg": self.pool.worker_config()})
-        try:
-            line = await asyncio.wait_for(self.reader.readline(), s.startup_timeout_s)
-        except asyncio.TimeoutError:
-            line = b""
-        msg = json.loads(line) if line.strip() else {}
+        deadline = loop.time() + s.startup_timeout_s
+        msg: dict[str, Any] = {"op": "init"}
+        while msg.get("op") not in ("ready", "boot_error", None):
+            try:
+                line = await asyncio.wait_for(reader.readline(), deadline - loop.time())
+            except asyncio.TimeoutError:
+                line = b""
+            msg = json.loads(line) if line.strip() else {"op": None}
         if msg.get("op") != "ready":
             await self.kill()
             raise SandboxError(
@@ -163,11 +216,13 @@ class _Slot:
                 + str(msg.get("message") or self._stderr_text() or "no reply"),
             )
         self.boot_ms = float(msg.get("boot_ms", 0.0))
+        self._status(msg)
         self.alive = True
-        self._tasks.append(asyncio.create_task(self._read_loop(self.reader, self.proc)))
+        self._tasks.append(asyncio.create_task(self._read_loop(reader, self.proc, self.gen)))
 
     async def kill(self) -> None:
         self.alive = False
+        self.warm, self.spare_ready = frozenset(), False
         proc, self.proc = self.proc, None
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -206,7 +261,7 @@ class _Slot:
             self._stderr_tail = (self._stderr_tail + chunk)[-4096:]
 
     async def _read_loop(
-        self, reader: asyncio.StreamReader, proc: asyncio.subprocess.Process
+        self, reader: asyncio.StreamReader, proc: asyncio.subprocess.Process, gen: int
     ) -> None:
         try:
             while True:
@@ -214,27 +269,36 @@ class _Slot:
                 if not line:
                     break
                 msg = json.loads(line)
-                if msg.get("op") == "recycled":
+                op = msg.get("op")
+                if op == "result":
+                    self._status(msg)
+                    if (
+                        self._fut is not None
+                        and not self._fut.done()
+                        and msg.get("id") == self._next_id
+                    ):
+                        self._fut.set_result((msg, msg.get("output")))
+                elif op == "status":
+                    self._status(msg)
+                    self.pool.slot_changed(self)
+                elif op == "recycled":
                     self.pool.count_restarts(1, str(msg.get("reason", "")))
-                    continue
-                if (
-                    msg.get("op") == "result"
-                    and self._fut is not None
-                    and not self._fut.done()
-                    and msg.get("id") == self._next_id
-                ):
-                    self._fut.set_result((msg, msg.get("output")))
         except (ValueError, asyncio.LimitOverrunError, ConnectionError):
             pass
         # the process is gone (or talks nonsense): fail the run in flight
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 2)
+        if gen != self.gen:
+            return  # a newer process already took this slot
         self.alive = False
+        self.warm, self.spare_ready = frozenset(), False
         detail = self._stderr_text()
         self._fail_pending(
             "worker_crashed",
             "the sandbox process died" + (f": {detail[-300:]}" if detail else ""),
         )
+        if not self.busy:  # died between runs: nobody else will notice
+            self.pool._respawn(self)
 
     async def _send(self, obj: dict[str, Any]) -> None:
         assert self.writer is not None
@@ -243,20 +307,17 @@ class _Slot:
 
     # -- one run -----------------------------------------------------------------------
     async def execute(
-        self, code: str, params_json: str, language: str, entry: str | None, timeout: float
+        self, job: dict[str, Any], timeout: float, prepare_s: float = 0.0
     ) -> tuple[dict[str, Any], Any, str | None]:
-        """Returns (reply, output, kill_reason)."""
+        """Send ``job``; returns (reply, output, kill_reason)."""
         s = self.pool.settings
         loop = asyncio.get_running_loop()
         self._next_id += 1
         self._fut = loop.create_future()
         job = {
+            **job,
             "op": "run",
             "id": self._next_id,
-            "lang": language,
-            "code": code,
-            "params": params_json,
-            "entry": entry,
             "timeoutMs": int(timeout * 1000),
             "maxOutput": s.max_output_bytes,
             "maxResult": s.max_result_bytes,
@@ -264,8 +325,10 @@ class _Slot:
         try:
             await self._send(job)
         except (ConnectionError, AssertionError):
-            self._fail_pending("worker_crashed", "the sandbox process is gone")
-        hard_deadline = loop.time() + timeout + s.grace_s + 5.0
+            self._fut = None
+            self.alive = False
+            return {"ok": False, "error": {"type": "worker_crashed"}}, None, "unsent"
+        hard_deadline = loop.time() + timeout + s.grace_s + 5.0 + prepare_s
         pid = self.proc.pid if self.proc else 0
         kill_reason: str | None = None
         while not self._fut.done():
@@ -325,18 +388,20 @@ class WorkerPool:
         ...     pool = WorkerPool(SandboxSettings(cache_dir=Path("/tmp/cl/sandbox")))
         ...     await pool.start()
         ...     res = await pool.run("def main(args):\\n    return {'n': args.params['n'] + 1}",
-        ...                          {"n": 1})
+        ...                          {"n": 1}, owner="user-7")
         ...     assert res.output == {"n": 2}
         ...     clean = "def clean(doc: str) -> dict:\\n    return {'doc': doc.strip()}"
-        ...     res = await pool.run(clean, {"doc": " x "}, entry="clean")
+        ...     res = await pool.run(clean, {"doc": " x "}, entry="clean", owner="user-7")
         ...     await pool.close()
     """
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(
+        self, settings: SandboxSettings, *, package_index: PackageIndex | None = None
+    ) -> None:
         self.settings = absolute(settings)
         self.sock_dir = Path(".")
         self._slots: list[_Slot] = []
-        self._idle: asyncio.Queue[_Slot] | None = None
+        self._waiters: deque[_Waiter] = deque()
         self._started = False
         self._closing = False
         self._start_lock: asyncio.Lock | None = None
@@ -349,6 +414,14 @@ class WorkerPool:
         self._errors: Counter[str] = Counter()
         self._cold_start_ms = 0.0
         self._runtime: Path | None = None
+        self._package_index = package_index
+
+    @property
+    def packages(self) -> PackageIndex:
+        """The allow-listed Pyodide packages (made on first use)."""
+        if self._package_index is None:
+            self._package_index = PackageIndex(self.settings)
+        return self._package_index
 
     # -- configuration of the child processes ------------------------------------------
     def _read_paths(self) -> list[str]:
@@ -357,13 +430,6 @@ class WorkerPool:
         if s.wheelhouse:
             paths.append(str(Path(s.wheelhouse).resolve()))
         return paths + list(s.allow_read)
-
-    def _net_hosts(self) -> list[str]:
-        s = self.settings
-        hosts = list(s.allow_net)
-        if s.package_index_url and (h := _host_of(s.package_index_url)):
-            hosts.append(h)
-        return hosts
 
     def command(self, sock: Path) -> list[str]:
         """argv of one sandbox process (code and data never go on the command line)."""
@@ -382,7 +448,7 @@ class WorkerPool:
             "--unstable-worker-options",
             f"--allow-read={','.join(read)}",
             f"--allow-write={','.join([str(sock), *s.allow_write])}",
-            f"--allow-net={','.join(['unix:' + str(sock), *self._net_hosts()])}",
+            f"--allow-net={','.join(['unix:' + str(sock), *s.allow_net])}",
             f"--v8-flags=--max-old-space-size={int(s.memory_limit_mb)}",
         ]
         for flag, values in (("env", s.allow_env), ("run", s.allow_run), ("ffi", s.allow_ffi)):
@@ -418,7 +484,7 @@ class WorkerPool:
             "permissions": {
                 "read": self._read_paths(),
                 "write": perm(list(s.allow_write)),
-                "net": perm(self._net_hosts()),
+                "net": perm(list(s.allow_net)),
                 "env": perm(list(s.allow_env)),
                 "run": perm(list(s.allow_run)),
                 "ffi": perm(list(s.allow_ffi)),
@@ -426,11 +492,14 @@ class WorkerPool:
                 "import": False,
             },
             "snapshotPath": str(snapshot_path(s)),
-            "packageIndexUrl": s.package_index_url,
             "wheels": wheels,
             "prelude": prelude_source(),
             "graceMs": int(s.grace_s * 1000),
             "maxRunsPerWorker": s.max_runs_per_worker,
+            "maxInterpreters": max(1, s.interpreters_per_worker),
+            "prepareTimeoutMs": int(s.package_fetch_timeout_s * 1000) + 30_000,
+            "mountMaxBytes": s.mount_max_bytes,
+            "mountMaxFiles": s.mount_max_files,
         }
 
     # -- Runner API ------------------------------------------------------------------------
@@ -455,7 +524,7 @@ class WorkerPool:
             self._runtime = await asyncio.to_thread(write_runtime, s)
             self.sock_dir = Path(tempfile.mkdtemp(prefix="coze-sbx-"))
             os.chmod(self.sock_dir, 0o700)
-            self._idle = asyncio.Queue()
+            self._waiters = deque()
             self._slots = [_Slot(self, i) for i in range(max(1, s.pool_size))]
             results = await asyncio.gather(
                 *(slot.spawn() for slot in self._slots), return_exceptions=True
@@ -469,8 +538,6 @@ class WorkerPool:
                 if isinstance(err, SandboxError):
                     raise err
                 raise SandboxError("worker_crashed", f"sandbox failed to start: {err!r}")
-            for slot in self._slots:
-                self._idle.put_nowait(slot)
             self._closing = False
             self._started = True
             self._cold_start_ms = (time.perf_counter() - t0) * 1000
@@ -483,11 +550,18 @@ class WorkerPool:
         language: str = "python",
         entry: str | None = None,
         timeout: float | None = None,
+        owner: str | None = None,
+        mounts: MountsArg | None = None,
     ) -> RunResult:
         """Run one code node and return its :class:`RunResult` (errors are in ``.error``).
 
         ``entry=None``: the seed contract, ``main(args)`` with ``args.params``.
         ``entry="clean"``: ``clean(**params)`` (JavaScript: ``clean(params)``).
+        ``owner``: the user (or space) the run belongs to; an interpreter that ran one
+        owner's code never runs another's. ``None`` is the anonymous owner.
+        ``mounts``: ``{"input": Mount(path), "output": Mount(path, read_only=False)}``:
+        folders the code sees relative to its working directory; files it writes below
+        writable mounts are copied back (``result.meta["files_written"]``).
         """
         t0 = time.perf_counter()
 
@@ -507,37 +581,79 @@ class WorkerPool:
             params_json = json.dumps(params, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             return fail("invalid_input", f"params are not JSON: {exc}")
+        s = self.settings
+        job: dict[str, Any] = {
+            "lang": language,
+            "code": code,
+            "params": params_json,
+            "entry": entry,
+            "owner": owner_key(owner),
+        }
         if not self._started:
             try:
                 await self.start()
             except SandboxError as exc:
                 return fail(exc.type, exc.message)
-        timeout = float(timeout if timeout is not None else self.settings.timeout_s)
-        assert self._idle is not None
-        slot = await self._idle.get()
-        slot.busy = True
-        kill_reason: str | None = None
+        mount_map: dict[str, Mount] = {}
+        prepare_s = 0.0
         try:
-            reply, output, kill_reason = await slot.execute(
-                code, params_json, language, entry, timeout
-            )
-        finally:
-            slot.busy = False
-            self._runs += 1
-            if kill_reason or not slot.alive:
-                self._respawn(slot)
-            else:
-                self._idle.put_nowait(slot)
+            if mounts:
+                if language != "python":
+                    raise SandboxError("invalid_input", "mounts are available to Python code only")
+                mount_map = normalize(mounts)
+                job["mounts"] = await asyncio.to_thread(
+                    read_in, mount_map, s.mount_max_bytes, s.mount_max_files
+                )
+                prepare_s += 10.0
+        except SandboxError as exc:
+            return fail(exc.type, exc.message)
+        if language == "python":
+            wanted = self.packages.wanted(code)
+            if wanted:
+                loaded, missing = await self.packages.prepare(wanted)
+                job["packages"] = [{"path": p.path, "imports": list(p.imports)} for p in loaded]
+                if missing:
+                    job["unavailable"] = json.dumps(missing, ensure_ascii=False)
+                if loaded:
+                    prepare_s += s.package_fetch_timeout_s + 30.0
+        timeout = float(timeout if timeout is not None else s.timeout_s)
+        kill_reason: str | None = "unsent"
+        attempts = 0
+        while kill_reason == "unsent" and attempts < 3:
+            # a process that died just before the job was sent: run it on its replacement
+            attempts += 1
+            slot = await self._acquire(job["owner"])
+            kill_reason = None
+            try:
+                reply, output, kill_reason = await slot.execute(job, timeout, prepare_s)
+            finally:
+                if kill_reason or not slot.alive:
+                    slot.busy = False
+                    self._respawn(slot)
+                else:
+                    self._release(slot)
+        self._runs += 1
+        if kill_reason == "unsent":
+            reply["error"]["message"] = "the sandbox process is gone (retried)"
         duration = (time.perf_counter() - t0) * 1000
         error = None
+        written: list[str] = []
         if reply.get("error"):
             e = reply["error"]
             error = SandboxError(str(e.get("type", "worker_crashed")), str(e.get("message", "")))
-            self._errors[error.type] += 1
             output = None
         elif not isinstance(output, dict):
             error = SandboxError("invalid_result", "the code node returned no object")
             output = None
+        elif reply.get("files"):
+            try:
+                written = await asyncio.to_thread(
+                    write_out, mount_map, reply["files"], s.mount_max_bytes, s.mount_max_files
+                )
+            except SandboxError as exc:
+                error, output = exc, None
+        if error is not None:
+            self._errors[error.type] += 1
         return RunResult(
             output=output,
             stdout=reply.get("stdout", "") or "",
@@ -547,31 +663,124 @@ class WorkerPool:
             meta={
                 "killed": kill_reason,
                 "timing": reply.get("timing"),
+                "files_written": written,
             },
         )
 
-    def _respawn(self, slot: _Slot) -> None:
-        if self._closing:
+    # -- routing: an owner's runs go where its warm interpreter is ---------------------------
+    async def _acquire(self, key: str) -> _Slot:
+        slot = self._pick(key, any_slot=False)
+        if slot is not None:
+            slot.busy = True
+            return slot
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(key, loop.create_future())
+        self._waiters.append(waiter)
+        timer = None
+        if any(key in sl.warm for sl in self._slots if sl.alive):
+            # our warm process is busy: wait a little for it before binding a new interpreter
+            # elsewhere (which may retire another owner's)
+            timer = loop.call_later(self.settings.affinity_wait_s, self._stop_waiting, waiter)
+        try:
+            return await waiter.fut
+        except asyncio.CancelledError:
+            if waiter.fut.done() and not waiter.fut.cancelled():
+                self._release(waiter.fut.result())  # handed over just as we were canceled
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _pick(self, key: str, *, any_slot: bool) -> _Slot | None:
+        """An idle slot for ``key``: its warm one; else, unless ``key`` is warm in a busy
+        slot (and ``any_slot`` is false), the idle slot that can bind it fastest."""
+        free = [sl for sl in self._slots if sl.available]
+        if not free:
+            return None
+        for sl in free:
+            if key in sl.warm:
+                return sl
+        if not any_slot and any(key in sl.warm for sl in self._slots if sl.alive):
+            return None
+        return min(free, key=lambda sl: (not sl.spare_ready, len(sl.warm)))
+
+    def _stop_waiting(self, waiter: _Waiter) -> None:
+        if waiter.fut.done():
             return
+        waiter.any_slot = True
+        slot = self._pick(waiter.key, any_slot=True)
+        if slot is not None:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+            slot.busy = True
+            waiter.fut.set_result(slot)
+
+    def _release(self, slot: _Slot) -> None:
+        slot.busy = False
+        if not slot.alive or self._closing:
+            return
+        self.slot_changed(slot)
+
+    def slot_changed(self, slot: _Slot) -> None:
+        """Hand an idle ``slot`` to the best waiter (its owner's run first, else the oldest)."""
+        if not slot.available or not self._waiters:
+            return
+        chosen = None
+        for i, w in enumerate(self._waiters):
+            if i >= 32:
+                break
+            if not w.fut.done() and slot.warm and w.key in slot.warm:
+                chosen = w
+                break
+        if chosen is None:
+            # the oldest waiter that has waited long enough, or is warm nowhere; the others
+            # keep waiting for their own process (their timer moves them on)
+            for i, w in enumerate(self._waiters):
+                if i >= 32:
+                    break
+                if w.fut.done():
+                    continue
+                if w.any_slot or not any(w.key in sl.warm for sl in self._slots if sl.alive):
+                    chosen = w
+                    break
+        while self._waiters and self._waiters[0].fut.done():
+            self._waiters.popleft()
+        if chosen is None:
+            return
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(chosen)
+        slot.busy = True
+        chosen.fut.set_result(slot)
+
+    def _respawn(self, slot: _Slot) -> None:
+        if self._closing or slot.respawning:
+            return
+        slot.respawning = True
+        slot.alive = False  # no run may pick it before the new process is up
         self._restarts += 1
         self._process_restarts += 1
 
         async def go() -> None:
-            await slot.kill()
-            delay = 0.0
-            while not self._closing:
-                try:
-                    await slot.spawn()
-                except (SandboxError, OSError):
-                    delay = min(5.0, delay * 2 or 0.2)
-                    await asyncio.sleep(delay)
-                    continue
-                if self._closing:
-                    await slot.kill()
+            try:
+                await slot.kill()
+                delay = 0.0
+                while not self._closing:
+                    try:
+                        await slot.spawn()
+                    except (SandboxError, OSError, ValueError, RuntimeError):
+                        delay = min(5.0, delay * 2 or 0.2)
+                        await asyncio.sleep(delay)
+                        continue
+                    if self._closing:
+                        await slot.kill()
+                        return
+                    slot.respawning = False
+                    self._release(slot)
                     return
-                assert self._idle is not None
-                self._idle.put_nowait(slot)
-                return
+            finally:
+                slot.respawning = False
 
         task = asyncio.create_task(go())
         self._respawns.add(task)
@@ -590,13 +799,17 @@ class WorkerPool:
             task.cancel()
         for slot in self._slots:
             await slot.kill()
+        for w in self._waiters:
+            if not w.fut.done():
+                w.fut.cancel()
+        self._waiters.clear()
         self._slots = []
         self._started = False
         if self.sock_dir != Path("."):
             shutil.rmtree(self.sock_dir, ignore_errors=True)
 
     def health(self) -> dict[str, Any]:
-        """Pool status for the server's health endpoint (cheap, never blocks).
+        """Pool status for the server's health endpoint (cheap, never blocks; no owner ids).
 
         Example:
             >>> WorkerPool(SandboxSettings(cache_dir=Path("/nonexistent"))).health()["started"]
@@ -609,6 +822,8 @@ class WorkerPool:
             "pool_size": s.pool_size,
             "workers": sum(1 for sl in self._slots if sl.alive),
             "busy": sum(1 for sl in self._slots if sl.busy),
+            "warm_interpreters": sum(len(sl.warm) for sl in self._slots if sl.alive),
+            "interpreters_per_worker": s.interpreters_per_worker,
             "runs": self._runs,
             "restarts": self._restarts,
             "process_restarts": self._process_restarts,
@@ -620,6 +835,7 @@ class WorkerPool:
                 round(_rss_mb(sl.proc.pid), 1) for sl in self._slots if sl.alive and sl.proc
             ],
             "pyodide_version": s.pyodide_version,
+            "packages": list(s.packages) if s.package_index_url else [],
         }
 
     async def __aenter__(self) -> WorkerPool:
@@ -630,4 +846,4 @@ class WorkerPool:
         await self.close()
 
 
-__all__ = ["Runner", "WorkerPool", "runtime_dir"]
+__all__ = ["Runner", "WorkerPool", "owner_key", "runtime_dir"]

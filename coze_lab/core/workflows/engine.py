@@ -121,9 +121,19 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
-        result = await runner.run(code, params, language=language, entry=entry, timeout=timeout)
+        # the run's owner: a warm sandbox interpreter never serves two owners
+        result = await runner.run(
+            code,
+            params,
+            language=language,
+            entry=entry,
+            timeout=timeout,
+            owner=f"user:{self._run.owner_id}",
+        )
         if result.error is not None:
-            raise NodeError(f"{result.error.type}: {result.error.message}")
+            raise NodeError(
+                f"{result.error.type}: {result.error.message}{_hint(result.error.type, timeout)}"
+            )
         return dict(result.output or {})
 
     async def complete(
@@ -833,7 +843,10 @@ class Engine:
             except asyncio.CancelledError:
                 raise
             except asyncio.TimeoutError:
-                error = f"timed out after {node.error.timeout} s"
+                error = (
+                    f"timed out after {node.error.timeout:g} s (the node's timeout: raise it with "
+                    "timeout=... on the node)"
+                )
             except CozeLabError as exc:
                 error = exc.msg
             except NodeError as exc:
@@ -952,3 +965,15 @@ def _total_usage(records: Any) -> dict[str, int] | None:
             for key in total:
                 total[key] += int(record.usage.get(key, 0))
     return total if seen else None
+
+
+def _hint(error_type: str, node_timeout: float | None) -> str:
+    """What to change when a code node hits a limit (the message names the setting)."""
+    if error_type != "timeout":
+        return ""
+    if node_timeout is not None:
+        return " (the node's timeout: raise it with timeout=... on the node)"
+    return (
+        " (the sandbox's limit for nodes without their own: set timeout=... on the node, "
+        "or the server's sandbox_timeout setting)"
+    )

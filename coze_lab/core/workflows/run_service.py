@@ -7,13 +7,13 @@ workflow a run belongs to, reads each interrupt once, and leaves executing to th
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.engine import Engine
 from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
 from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, RunInfo
@@ -111,10 +111,7 @@ class RunService:
         if workflow_id is not None and run.workflow_id != workflow_id:
             raise InvalidParameter("event_id does not belong to this workflow")
         if pending.type == "input" and isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except ValueError as exc:
-                raise InvalidParameter("resume_data for an input form is a JSON object") from exc
+            data = parse_json(data, "resume_data for an input form")
         after = self.engine.store.last_seq(run.id)
         info = await self.engine.resume(owner_id, event_id, data, pending=pending, run=run)
         return Resumed(info, run, after)

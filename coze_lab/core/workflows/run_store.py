@@ -477,7 +477,7 @@ class RunStore:
             )
             if not won:
                 state = "expired" if row.status == "pending" else row.status
-                raise InterruptGone(f"interrupt {event_id} is {state}; it cannot be resumed")
+                raise InterruptGone(f"question {event_id} {_GONE.get(state, 'is ' + state)}")
             session.execute(
                 update(NodeRun)
                 .where(NodeRun.run_id == row.run_id, NodeRun.node_key == row.node_key)
@@ -622,6 +622,14 @@ class RunStore:
 
 #: what a question node reads when its question expired and it has a timeout branch
 TIMED_OUT = {"__timeout__": True}
+
+
+#: why a question can no longer be answered, as the person asking reads it
+_GONE = {
+    "resumed": "was already answered",
+    "expired": "expired unanswered",
+    "canceled": "was canceled with its run",
+}
 
 
 def _reopen(session: Any, run_id: int | None, node_key: str, now: datetime) -> None:

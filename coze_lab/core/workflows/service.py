@@ -12,8 +12,9 @@ from sqlalchemy.exc import IntegrityError
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.limits import Limits
 from coze_lab.core.spaces import Access, Permission, visible
-from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.core.workflows.spec import WorkflowDefinitionError, WorkflowSpec
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
 from coze_lab.store.models import WorkflowRecord, WorkflowVersion
@@ -48,9 +49,12 @@ class WorkflowService:
         1
     """
 
-    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, db: Database, *, clock: Clock = utcnow, limits: Limits | None = None
+    ) -> None:
         self._db = db
         self._clock = clock
+        self.limits = limits or Limits()
         self._versions: dict[int, WorkflowSpec] = {}  # version row id → parsed definition
 
     def save(
@@ -59,6 +63,7 @@ class WorkflowService:
         """Create the workflow, or replace the draft of the space's workflow of that name
         (``space_id`` None: the user's personal space)."""
         spec = WorkflowSpec.from_dict(definition)
+        check_size(spec, self.limits)
         validate(spec)
         canonical = spec.to_dict()
         now = self._clock()
@@ -188,3 +193,26 @@ class WorkflowService:
             updated_at=row.updated_at,
             space_id=row.space_id,
         )
+
+
+def check_size(spec: WorkflowSpec, limits: Limits) -> None:
+    """InvalidParameter when a definition is larger than ``limits`` allow: its name,
+    description, node and edge counts, node titles, input descriptions."""
+    limits.name(spec.name, "the workflow name")
+    limits.description(spec.description, "the workflow description")
+    if len(spec.nodes) > limits.workflow_nodes:
+        raise WorkflowDefinitionError(
+            f"a workflow has at most {limits.workflow_nodes} nodes, this one {len(spec.nodes)} "
+            "(setting: max_workflow_nodes)"
+        )
+    if len(spec.edges) > 4 * limits.workflow_nodes:
+        raise WorkflowDefinitionError(
+            f"a workflow has at most {4 * limits.workflow_nodes} edges, this one {len(spec.edges)}"
+        )
+    for node in spec.nodes:
+        if isinstance(node.title, str) and len(node.title) > limits.name_chars:
+            raise WorkflowDefinitionError(
+                f"the title is longer than {limits.name_chars} characters", str(node.id)[:64]
+            )
+    for item in spec.inputs:
+        limits.description(item.description, f"the description of input '{str(item.name)[:64]}'")

@@ -107,8 +107,15 @@ class RunWidget(anywidget.AnyWidget):
             ids = [p["event_id"] for p in self.pending] or [
                 p["event_id"] for p in self.studio.pending(self.run_id)
             ]
-            if len(ids) != 1:
-                raise ValueError(f"{len(ids)} questions are pending; name one by event_id")
+            if not ids:
+                raise ValueError(
+                    f"run {self.run_id} is {self.status}: no question is waiting for an answer"
+                )
+            if len(ids) > 1:
+                raise ValueError(
+                    f"{len(ids)} questions are waiting: run.resume(event_id, answer) with one of "
+                    + ", ".join(ids)
+                )
             event_id = ids[0]
         self.studio.resume(event_id, data)
         self._answered(str(event_id))

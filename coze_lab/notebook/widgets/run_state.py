@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from coze_lab.notebook.questions import Question
+
 FINISHED = ("succeeded", "failed", "canceled")
 
 
@@ -166,14 +168,17 @@ class RunState:
         return node
 
 
-def _question(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "event_id": str(data.get("event_id")),
-        "node_id": data.get("node_id"),
-        "node_title": data.get("node_title") or data.get("node_id"),
-        "type": data.get("type", "question"),
-        "data": data.get("data") or {},
-    }
+def _question(data: dict[str, Any]) -> Question:
+    return Question(
+        {
+            **data,
+            "event_id": str(data.get("event_id")),
+            "node_id": data.get("node_id"),
+            "node_title": data.get("node_title") or data.get("node_id"),
+            "type": data.get("type", "question"),
+            "data": data.get("data") or {},
+        }
+    )
 
 
 def _is_json_object(text: Any) -> bool:

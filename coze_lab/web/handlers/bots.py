@@ -11,7 +11,7 @@ from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
-from coze_lab.web.requests import parse_chat_request
+from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
 
 
 class BotsArea(CozeHandler):
@@ -175,9 +175,9 @@ class StudioBotPublishHandler(BotsArea):
         user = self.studio_user()
         number = parse_id(bot_id, "bot_id")
         version = self.runtime.bots.publish(user.id, number, _connector_ids(self.json_body()))
-        self.reply(
-            serialize.bot(self.runtime.bots.get(user.id, number)), extra={"version": version}
-        )
+        # the version just published (its ``version`` field is its number), not the draft
+        published = self.runtime.bots.get(user.id, number, published=True)
+        self.reply(serialize.bot(published), extra={"version": version})
 
 
 class StudioBotChatHandler(BotsArea):
@@ -252,6 +252,26 @@ class StudioConversationClearHandler(BotsArea):
         number = parse_id(conversation_id, "conversation_id")
         section = self.runtime.conversations.clear(user.id, connectors.PLAYGROUND, number)
         self.reply({"id": str(section), "conversation_id": str(number)})
+
+
+class StudioChatToolOutputsHandler(BotsArea):
+    """POST: the outputs of a Playground chat's client functions; the chat goes on (streamed
+    unless the body says ``"stream": false``). Body: ``{conversation_id, tool_outputs}``."""
+
+    async def post(self, chat_id: str) -> None:
+        user = self.studio_user()
+        body = self.json_body()
+        handle = await self.runtime.chats.submit_tool_outputs(
+            user.id,
+            connectors.PLAYGROUND,
+            parse_id(body.get("conversation_id"), "conversation_id"),
+            parse_id(chat_id, "chat_id"),
+            parse_tool_outputs(body),
+        )
+        if body.get("stream", True) is True:
+            await stream_chat(self, handle)
+        else:
+            self.reply(serialize.chat(handle.chat))
 
 
 class StudioChatCancelHandler(BotsArea):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 from tornado import web
 
 from coze_lab.core.errors import CozeLabError, FileTooLarge
@@ -14,30 +12,35 @@ from coze_lab.web.base import CozeHandler
 from coze_lab.web.multipart import MultipartFileReader
 
 _MULTIPART_SLACK = 64 * 1024  # boundaries and part headers around the file's bytes
-# the connection cap sits above the file cap so the file cap trips first and cleans up
+# tornado's own cap (a bare 400) sits above ours (a Coze 413) so ours trips first
 _CONNECTION_SLACK = 1024 * 1024
 
 
 @web.stream_request_body
 class FileUploadHandler(CozeHandler):
-    """Streams the ``file`` part to disk: nothing is buffered in memory, nothing kept on error."""
+    """Streams the ``file`` part to disk: nothing is buffered in memory, nothing kept on error.
+
+    A body beyond the file limit (plus the multipart framing) is refused with 413 at the
+    first chunk past it, chunked or not.
+    """
 
     _reader: MultipartFileReader | None = None
     _failure: CozeLabError | None = None
     _upload: Upload | None = None
+    _size = 0
+
+    def body_limit(self) -> int:
+        return self.runtime.files.max_bytes + _MULTIPART_SLACK
+
+    def too_large(self) -> FileTooLarge:
+        return FileTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
 
     async def prepare(self) -> None:
-        result = super().prepare()
-        if inspect.isawaitable(result):
-            await result
+        await super().prepare()
         if self._finished:
             return
         user = self.coze_user()
-        limit = self.runtime.files.max_bytes + _MULTIPART_SLACK
-        length = self.request.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > limit:
-            raise FileTooLarge(f"file exceeds the limit of {self.runtime.files.max_bytes} bytes")
-        self.request.connection.set_max_body_size(self.runtime.files.max_bytes + _CONNECTION_SLACK)
+        self.request.connection.set_max_body_size(self._body_limit + _CONNECTION_SLACK)
         self._reader = MultipartFileReader(
             self.request.headers.get("Content-Type", ""), "file", self._open_upload(user.id)
         )
@@ -50,7 +53,14 @@ class FileUploadHandler(CozeHandler):
         return open_upload
 
     def data_received(self, chunk: bytes) -> None:
-        if self._failure is not None or self._reader is None:
+        if self._finished or self._reader is None:
+            return
+        self._size += len(chunk)
+        if self._size > self._body_limit:
+            self._discard()
+            self.refuse(self.too_large())
+            return
+        if self._failure is not None:
             return
         try:
             self._reader.feed(chunk)
@@ -76,6 +86,7 @@ class FileUploadHandler(CozeHandler):
 
     def on_connection_close(self) -> None:
         self._discard()
+        super().on_connection_close()
 
     def _discard(self) -> None:
         if self._upload is not None:

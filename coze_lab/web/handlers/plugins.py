@@ -15,13 +15,6 @@ from coze_lab.web.params import int_value
 class PluginsArea(CozeHandler):
     AUTH_RESOURCE = "coze_lab.plugins"
 
-    def studio_user(self) -> Any:
-        user = super().studio_user()
-        if not self.runtime.public_url:  # learn where users reach us, for OAuth callbacks
-            base = self.settings.get("base_url", "/")
-            self.runtime.public_url = f"{self.request.protocol}://{self.request.host}{base}"
-        return user
-
     def _source(self, body: dict[str, Any]) -> dict[str, Any]:
         """The document, manifest and server URL fields of an import or update body."""
         openapi, url = body.get("openapi"), body.get("url")

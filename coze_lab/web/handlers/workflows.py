@@ -7,6 +7,7 @@ from typing import Any
 
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.run_store import RunInfo
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
@@ -20,10 +21,7 @@ class WorkflowHandler(CozeHandler):
     def parameters(self, body: dict[str, Any]) -> dict[str, Any]:
         parameters = body.get("parameters") or {}
         if isinstance(parameters, str):  # some clients send the object as a JSON string
-            try:
-                parameters = json.loads(parameters)
-            except ValueError as exc:
-                raise InvalidParameter("parameters must be a JSON object") from exc
+            parameters = parse_json(parameters, "parameters")
         if not isinstance(parameters, dict):
             raise InvalidParameter("parameters must be an object")
         return parameters

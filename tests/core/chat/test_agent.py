@@ -165,3 +165,44 @@ def test_cancel_during_a_workflow_tool_cancels_its_run(
     run_id, chat_id = agent_host.call(go(), timeout=30)
     assert agent_host.runtime.chat_store.status(chat_id) == "canceled"
     assert engine.store.get(run_id, nodes=False).status == "canceled"
+
+
+def test_the_answer_is_kept_while_it_streams_and_replaced_when_done(
+    agent_host: InProcessHost, model_env: ModelServer
+) -> None:
+    """Partial answers are written as the answer streams (a killed server loses at most
+    half a second of it); the finished answer takes their place, and text said before tool
+    calls leaves no answer behind."""
+    bot_id = make_bot(agent_host, functions=[{"name": "lookup"}])
+    model_env.chunk_delay = 0.05
+    words = " ".join(f"w{i}" for i in range(40))  # two seconds of streaming
+    model_env.script([ToolCallsReply([ScriptedToolCall("lookup", {})], text=words)])
+    store = agent_host.runtime.chat_store
+    partials: list[str] = []
+
+    async def go():
+        request = parse_chat_request(
+            {
+                "bot_id": str(bot_id),
+                "stream": True,
+                "additional_messages": [{"role": "user", "content": "look it up"}],
+            }
+        )
+        chats = agent_host.runtime.chats
+        handle = await chats.start(agent_host.user.id, connectors.PLAYGROUND, request)
+        async for event in handle.channel.follow():
+            if event.event == "conversation.message.delta":
+                kept = [m for m in store.messages(handle.chat.id) if m.type == "answer"]
+                partials.extend(m.content for m in kept if m.meta_data == {"partial": "true"})
+        return handle.chat
+
+    first = agent_host.call(go(), timeout=30)
+    assert partials and words.startswith(partials[-1])  # written while streaming
+    assert store.status(first.id) == "requires_action"
+    assert [m.type for m in store.messages(first.id)] == ["function_call"]  # no stray answer
+
+    model_env.script([TextReply(words)])
+    events, done = chat(agent_host, bot_id, "now answer")
+    assert events[-2].event == "conversation.chat.completed"
+    answers = [m for m in store.messages(done.id) if m.type == "answer"]
+    assert len(answers) == 1 and answers[0].content == words and answers[0].meta_data == {}

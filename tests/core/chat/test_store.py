@@ -10,6 +10,7 @@ from tests.support import FakeClock
 def _chat(runtime: Runtime, store: ChatStore):
     user = runtime.identity.ensure_user("alice")
     bot = runtime.bots.create(user.id, user.workspace_id, {"name": "b"})
+    runtime.bots.publish(user.id, bot.id, ["1024"])
     conversation = runtime.conversations.create(user.id, "1024", bot_id=bot.id)
     new = store.prepare(
         conversation, bot_id=bot.id, bot_version=None, messages=[], meta_data={}, persist=True

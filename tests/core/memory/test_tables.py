@@ -123,3 +123,28 @@ def test_custom_sql_is_scoped_and_bound(runtime: Runtime, tables: TableService) 
         with pytest.raises(InvalidParameter):
             tables.execute(alice.id, mine.id, "draft", sql, {}, allow_writes=writes)
     assert len(tables.query(alice.id, mine.id, "draft")) == 3
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "writes", "reason"),
+    [
+        ("SELECT nope FROM orders", {}, False, "nope"),
+        ("SELECT * FROM orders WHERE customer = :p9", {}, False, "p9"),
+        ("INSERT INTO orders (nope) VALUES (1)", {}, True, "nope"),
+        ("UPDATE orders SET nope = 1", {}, True, "nope"),
+    ],
+)
+def test_custom_sql_errors_show_only_the_users_own_sql(
+    runtime: Runtime, tables: TableService, sql: str, params: dict, writes: bool, reason: str
+) -> None:
+    alice = runtime.identity.ensure_user("alice")
+    mine = tables.create(alice.id, "orders", FIELDS)
+    tables.insert(alice.id, mine.id, "draft", {"customer": "ada", "amount": 5})
+    with pytest.raises(InvalidParameter) as caught:
+        tables.execute(alice.id, mine.id, "draft", sql, params, allow_writes=writes)
+    message = caught.value.msg
+    assert message.startswith("the SQL failed: ") and reason in message
+    assert sql in message  # the user's statement, as written
+    for internal in (f"ut_{mine.id}", "sys_uid", "__uid", "__now", "[SQL", "sqlalche.me"):
+        assert internal not in message, message
+    assert len(tables.query(alice.id, mine.id, "draft")) == 1  # nothing written

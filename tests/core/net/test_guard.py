@@ -100,3 +100,58 @@ async def test_responses_are_capped(echo: EchoServer) -> None:
 async def test_other_schemes_and_broken_urls_are_refused(url: str) -> None:
     with pytest.raises(InvalidParameter):
         await guarded_request(OutboundPolicy(), "GET", url)
+
+
+#: IPv6 spellings that carry an internal IPv4 address (review finding: they were called)
+EMBEDDED_INTERNAL = [
+    "[::127.0.0.1]",  # IPv4-compatible
+    "[::ffff:127.0.0.1]",  # IPv4-mapped
+    "[::ffff:0:127.0.0.1]",  # IPv4-translated (RFC 2765)
+    "[64:ff9b::127.0.0.1]",  # NAT64 well-known prefix
+    "[64:ff9b::10.0.0.1]",
+    "[64:ff9b:1::7f00:1]",  # NAT64 local-use prefix (/96 layout)
+    "[64:ff9b:1:7f00:0:100::]",  # NAT64 local-use prefix (/48 layout)
+    "[2002:7f00:1::]",  # 6to4 of 127.0.0.1
+    "[2002:a9fe:a9fe::1]",  # 6to4 of 169.254.169.254
+    "[2001:0:4136:e378:8000:63bf:80ff:fffe]",  # Teredo, client 127.0.0.1
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("host", EMBEDDED_INTERNAL)
+async def test_ipv6_forms_embedding_an_internal_ipv4_are_refused(host: str) -> None:
+    attempts: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        return httpx.Response(599)
+
+    policy = OutboundPolicy(transport=httpx.MockTransport(record))
+    with pytest.raises(BlockedAddress):
+        await guarded_request(policy, "GET", f"http://{host}:8080/", timeout=1)
+    assert attempts == []
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("::ffff:8.8.8.8", True),
+        ("64:ff9b::8.8.8.8", True),
+        ("2002:808:808::1", True),
+        ("2606:4700::1111", True),
+        ("::ffff:127.0.0.1", False),
+        ("::1", False),
+    ],
+)
+def test_embedded_ipv4_is_what_the_policy_judges(address: str, allowed: bool) -> None:
+    import ipaddress
+
+    assert OutboundPolicy().allows(ipaddress.ip_address(address)) is allowed
+
+
+def test_an_allowed_ipv4_network_covers_its_ipv6_spellings() -> None:
+    import ipaddress
+
+    loopback = OutboundPolicy.from_strings(["127.0.0.0/8"])
+    assert loopback.allows(ipaddress.ip_address("::ffff:127.0.0.1"))
+    assert loopback.allows(ipaddress.ip_address("64:ff9b::127.0.0.1"))

@@ -190,8 +190,11 @@ async def test_wheelhouse_and_unreachable_package_index(
         )
         assert res.output == {"v": "HI!"}, res.to_dict()
         res = await p.run("import numpy\ndef main(args):\n    return {}\n", {})
-        assert res.error is not None and res.error.type == "user_error"
-        assert "numpy" in res.error.message
+        assert res.error is not None and res.error.type == "package_unavailable"
+        assert res.error.message.startswith(
+            "numpy is not available: no Pyodide package index is reachable (http://127.0.0.1:9/"
+        )
+        assert "Set sandbox_package_index_url" in res.error.message
         # the wheel is still importable on the next run (module forgotten, files kept)
         res = await p.run(
             "import cozetiny\ndef main(args):\n    return {'v': cozetiny.shout('a')}\n", {}

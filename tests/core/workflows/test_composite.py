@@ -23,7 +23,7 @@ def test_a_question_inside_a_subworkflow_pauses_the_parent(host: InProcessHost) 
     assert run.status == "interrupted"
     [question] = run.pending
     assert question.data == {"question": "What do you think of tea?"}
-    assert question.root_run_id == run.id and question.run_id != run.id
+    assert question.execute_id == str(run.id) and question.run_id != str(run.id)
     assert run.nodes["sub"].status == "interrupted"
     run.resume(question.event_id, "lovely")
     assert run.status == "succeeded", run.error

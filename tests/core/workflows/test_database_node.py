@@ -59,3 +59,19 @@ def test_database_node_definition_errors_name_the_node() -> None:
         wf.database("s", table="t", operation="sql", sql="SELECT {{nowhere.x}} FROM t")
         wf.end(n="{{s.count}}")
         wf.validate()
+
+
+def test_a_failing_custom_sql_node_shows_only_the_users_sql(host: InProcessHost) -> None:
+    orders = host.runtime.tables.create(host.user.id, "orders", [{"name": "customer"}])
+    wf = cl.Workflow("bad_sql")
+    wf.inputs(customer=str)
+    sql = "SELECT nope FROM orders WHERE customer = '{{start.customer}}'"
+    wf.database("total", table="orders", operation="sql", sql=sql)
+    wf.end(rows="{{total.rows}}")
+    run = host.run(wf.validate(), {"customer": "ada"})
+    assert run.status == "failed"
+    message = run.error["msg"]
+    assert "the SQL failed: " in message and "nope" in message  # each database words it
+    assert "SELECT nope FROM orders WHERE customer = :p0" in message
+    assert f"ut_{orders.id}" not in message and "sys_uid" not in message
+    assert "[SQL" not in message

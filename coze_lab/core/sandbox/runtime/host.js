@@ -1,6 +1,9 @@
 // Control thread of one sandbox process. Connects to the Python pool over a unix socket
-// (only this thread has permission to), runs Python jobs in a long-lived Pyodide worker and
-// JavaScript jobs in a fresh worker per run. Workers get only the configured permissions.
+// (only this thread has permission to, and no code-node code ever runs in this realm), runs
+// Python jobs in long-lived Pyodide workers and JavaScript jobs in a fresh worker per run.
+// Isolation between owners: every Python interpreter is bound to the owner of its first run
+// and never serves another owner; a new owner gets a fresh interpreter (a spare is kept
+// booted) and the least recently used one is retired beyond cfg.maxInterpreters.
 const sockPath = Deno.args[0];
 const conn = await Deno.connect({ transport: "unix", path: sockPath });
 const enc = new TextEncoder();
@@ -19,9 +22,9 @@ function send(obj, rawOutput) {
 
 let cfg = null;
 let perms = null;
-// ---- Python worker -------------------------------------------------------------------
-let py = null; // {worker, port, ia, ready: Promise, runs}
-let pyJob = null; // {id, timers:[], resolve}
+// ---- Python interpreters ---------------------------------------------------------------
+const interps = new Map(); // owner key -> interpreter (Map order = least recently used first)
+let spare = null; // a booted (or booting) interpreter no code has run in yet
 let restarts = 0;
 
 function spawnPy() {
@@ -31,111 +34,226 @@ function spawnPy() {
   const worker = new Worker(new URL("./py_worker.js", import.meta.url), {
     type: "module", deno: { permissions: perms },
   });
-  const state = { worker, port: ch.port1, ia, runs: 0, dead: false };
-  state.ready = new Promise((resolve, reject) => {
+  const st = { worker, port: ch.port1, ia, runs: 0, dead: false, booted: false, owner: null,
+    job: null, idle: null, idleResolve: null, loading: false };
+  st.ready = new Promise((resolve, reject) => {
     worker.onmessage = (ev) => {
-      if (ev.data && ev.data.type === "hello" && !state.hello) {
-        state.hello = true;
+      if (ev.data && ev.data.type === "hello" && !st.hello) {
+        st.hello = true;
         worker.postMessage({ cfg, sab, port: ch.port2 }, [ch.port2]);
-      } else if (ev.data && ev.data.type === "boot_error" && !state.booted) {
+      } else if (ev.data && ev.data.type === "boot_error" && !st.booted) {
         reject(new Error(ev.data.message));
       }
     };
     ch.port1.onmessage = (ev) => {
       const m = ev.data;
-      if (m.type === "ready") { state.booted = true; resolve(m.boot_ms); }
-      else if (m.type === "boot_error") reject(new Error(m.message));
-      else if (m.type === "result") onPyResult(state, m);
-      else if (m.type === "idle") onPyIdle(state, m);
-      else if (m.type === "closing") pyDied(state, "the interpreter closed itself");
+      if (!m || typeof m !== "object") return;
+      if (m.type === "ready" && !st.booted) {
+        st.booted = true;
+        resolve(m.boot_ms);
+        if (st === spare) sendStatus();
+      } else if (m.type === "boot_error" && !st.booted) reject(new Error(m.message));
+      else if (m.type === "started") onStarted(st, m);
+      else if (m.type === "result") onResult(st, m);
+      else if (m.type === "idle") onIdle(st, m);
+      else if (m.type === "closing") died(st, "the code closed its interpreter (" + String(m.how) + ")", true);
     };
   });
   worker.onerror = (ev) => {
     ev.preventDefault();
-    pyDied(state, "worker error: " + ev.message);
+    died(st, "worker error: " + ev.message);
   };
-  state.ready.catch(() => {});
-  return state;
+  st.ready.catch(() => {});
+  return st;
 }
 
-function finishPy(msg, raw) {
-  const job = pyJob;
-  if (!job) return;
-  pyJob = null;
+function status() {
+  return { warm: [...interps.keys()], spare: !!(spare && spare.booted) };
+}
+function sendStatus() { return send({ op: "status", ...status(), restarts }); }
+
+function ensureSpare() {
+  if (!spare && cfg) spare = spawnPy();
+}
+
+// Stop an interpreter and forget its owner binding.
+function retire(st, reason, count = true) {
+  if (st.dead) return;
+  st.dead = true;
+  try { st.worker.terminate(); } catch (_e) { /* gone */ }
+  if (st.owner !== null && interps.get(st.owner) === st) interps.delete(st.owner);
+  if (spare === st) spare = null;
+  if (st.idleResolve) st.idleResolve();
+  if (count) {
+    restarts += 1;
+    send({ op: "recycled", reason: String(reason).slice(0, 300), restarts });
+  }
+}
+
+// The interpreter died (closed itself, crashed): fail its run at once. A crash replaces the
+// whole process (V8 frees a dead worker's wasm memory lazily); a clean close only the worker.
+function died(st, why, clean = false) {
+  if (st.dead) return;
+  const job = st.job;
+  retire(st, why);
+  if (job) {
+    const reply = { op: "result", id: job.id, ok: false, stdout: "", stderr: "",
+      error: { type: "worker_crashed", message: "the Python worker died: " + why } };
+    if (!clean) reply.recycled = why;
+    finish(st, job, reply);
+  }
+}
+
+function finish(st, job, msg, raw) {
+  if (st.job !== job) return;
+  st.job = null;
   for (const t of job.timers) clearTimeout(t);
   job.resolve([msg, raw]);
 }
 
-function recyclePy(reason) {
-  const old = py;
-  if (old) { old.dead = true; try { old.worker.terminate(); } catch (_e) { /* gone */ } }
-  restarts += 1;
-  if (old) send({ op: "recycled", reason: String(reason).slice(0, 300), restarts });
-  py = spawnPy();
-  py.reason = reason;
+function onStarted(st, m) {
+  const job = st.job;
+  if (!job || m.id !== job.id || job.started) return;
+  job.started = true;
+  for (const t of job.timers) clearTimeout(t);
+  job.timers = [setTimeout(() => {
+    Atomics.store(st.ia, 0, 2); // KeyboardInterrupt at the next bytecode boundary
+    job.timers.push(setTimeout(() => {
+      if (st.job !== job) return;
+      retire(st, "timeout not interruptible");
+      finish(st, job, { op: "result", id: job.id, ok: false, stdout: "", stderr: "",
+        error: { type: "timeout", message: `execution exceeded ${job.timeoutMs / 1000} s (worker replaced)` },
+        recycled: "timeout" });
+    }, cfg.graceMs));
+  }, job.timeoutMs)];
 }
 
-function pyDied(state, why) {
-  if (state.dead || state !== py) return;
-  const job = pyJob;
-  recyclePy(why);
-  if (job) {
-    finishPy({ op: "result", id: job.id, ok: false, stdout: "", stderr: "",
-      error: { type: "worker_crashed", message: "the Python worker died: " + why }, recycled: why });
+const OK_PREFIX = '{"ok":true,"output":';
+
+function onResult(st, m) {
+  const job = st.job;
+  if (!job || m.id !== job.id) return;
+  st.runs += 1;
+  st.idle = new Promise((resolve) => { st.idleResolve = resolve; });
+  // idle_wait: how long this run waited for the previous run's clean-up on this interpreter
+  const timing = { ...m.timing, idle_wait_ms: st.idleWaitMs || 0,
+    last_cleanup_ms: st.cleanupMs || 0, last_realm_check_ms: st.realmMs || 0 };
+  const base = { op: "result", id: m.id, ok: false, stdout: String(m.stdout ?? ""),
+    stderr: String(m.stderr ?? ""), error: null, timing };
+  let raw;
+  if (m.err) {
+    base.error = { type: String(m.err.type), message: String(m.err.message) };
+    if (m.err.fatal) { base.recycled = "fatal error"; retire(st, "fatal error"); }
+  } else {
+    // the interpreter's answer is data from a realm user code runs in: parse it here
+    try {
+      const text = String(m.resText);
+      const r = JSON.parse(text);
+      if (r && r.ok === true && text.startsWith(OK_PREFIX)) {
+        raw = text.slice(OK_PREFIX.length, -1);
+        if (raw.includes("\n")) raw = JSON.stringify(r.output);
+        base.ok = true;
+      } else if (r && r.ok === false && r.error) {
+        base.error = { type: String(r.error.type), message: String(r.error.message) };
+      } else throw new Error("malformed result");
+    } catch (_e) {
+      base.error = { type: "worker_crashed", message: "the Python worker sent a malformed result" };
+      retire(st, "malformed result");
+    }
   }
-}
-
-function onPyResult(state, m) {
-  if (state !== py || !pyJob || m.id !== pyJob.id) return;
-  state.runs += 1;
-  state.idle = new Promise((resolve) => { state.idleResolve = resolve; });
-  const r = m.res;
-  const base = { op: "result", id: m.id, ok: !!r.ok, stdout: m.stdout, stderr: m.stderr,
-    error: r.ok ? null : r.error, timing: m.timing };
-  if (r.fatal) { base.recycled = "fatal error"; pyDiedAfter(state, "fatal error"); }
-  if (r.ok) finishPy(base, JSON.stringify(r.output));
-  else finishPy(base);
+  if (base.ok && Array.isArray(m.files) && m.files.length) {
+    base.files = m.files.map((f) => ({ path: String(f.path), b64: new Uint8Array(f.data).toBase64() }));
+  }
+  finish(st, job, base, raw);
 }
 
 // The worker reports after undoing the run's side effects; a tainted one is replaced.
-function onPyIdle(state, m) {
-  if (state !== py) return;
+function onIdle(st, m) {
+  if (st.dead) return;
+  st.cleanupMs = Number(m.cleanup_ms) || 0;
+  st.realmMs = Number(m.realm_ms) || 0;
   let taint = m.taint;
-  if (!taint && cfg.maxRunsPerWorker > 0 && state.runs >= cfg.maxRunsPerWorker) taint = "max runs";
-  if (taint) recyclePy(taint);
-  if (state.idleResolve) state.idleResolve();
+  if (!taint && cfg.maxRunsPerWorker > 0 && st.runs >= cfg.maxRunsPerWorker) taint = "max runs";
+  if (taint) retire(st, taint);
+  const resolve = st.idleResolve;
+  st.idle = null;
+  st.idleResolve = null;
+  if (resolve) resolve();
 }
 
-function pyDiedAfter(state, why) {
-  if (state !== py) return;
-  recyclePy(why);
+// The interpreter of `owner`: its own warm one, else the spare (bound to it from now on).
+async function interpreterFor(owner) {
+  let lastError = null;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    let st = interps.get(owner);
+    if (st && !st.dead) {
+      interps.delete(owner);
+      interps.set(owner, st); // most recently used
+      if (st.idle) {
+        const t0 = performance.now();
+        await st.idle;
+        st.idleWaitMs = performance.now() - t0;
+      } else st.idleWaitMs = 0;
+      if (st.dead || interps.get(owner) !== st) continue;
+      return st;
+    }
+    ensureSpare();
+    st = spare;
+    spare = null;
+    st.owner = owner;
+    interps.set(owner, st);
+    for (const [key, other] of interps) {
+      if (interps.size <= cfg.maxInterpreters) break;
+      if (key !== owner && !other.job) retire(other, "evicted (least recently used)", false);
+    }
+    try {
+      await st.ready;
+    } catch (e) {
+      lastError = e;
+      retire(st, "boot failed");
+      continue;
+    }
+    if (st.dead) continue;
+    return st;
+  }
+  throw lastError || new Error("no interpreter could be started");
 }
 
 async function runPython(job) {
-  let bootError = null;
-  if (py.idle) await py.idle;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try { await py.ready; bootError = null; break; } catch (e) { bootError = e; recyclePy("boot failed"); }
+  let st;
+  try {
+    st = await interpreterFor(job.owner);
+  } catch (e) {
+    return [{ op: "result", id: job.id, ok: false, stdout: "", stderr: "",
+      error: { type: "worker_crashed", message: "Python worker failed to start: " + e.message } }];
   }
-  if (bootError) return [{ op: "result", id: job.id, ok: false, stdout: "", stderr: "",
-    error: { type: "worker_crashed", message: "Python worker failed to start: " + bootError.message } }];
-  const state = py;
-  state.idle = null;
+  const mounts = (job.mounts || []).map((m) => ({
+    name: m.name, readOnly: !!m.read_only,
+    files: m.files.map((f) => ({ path: f.path, data: Uint8Array.fromBase64(f.b64) })),
+  }));
+  const transfer = [];
+  for (const m of mounts) for (const f of m.files) transfer.push(f.data.buffer);
   return await new Promise((resolve) => {
-    pyJob = { id: job.id, timers: [], resolve };
-    Atomics.store(state.ia, 0, 0);
-    state.port.postMessage({ id: job.id, code: job.code, params: job.params, entry: job.entry,
-      maxOutput: job.maxOutput, maxResult: job.maxResult });
-    pyJob.timers.push(setTimeout(() => {
-      Atomics.store(state.ia, 0, 2); // KeyboardInterrupt at the next bytecode boundary
-      if (pyJob) pyJob.timers.push(setTimeout(() => {
-        if (!pyJob || pyJob.id !== job.id) return;
-        recyclePy("timeout not interruptible");
-        finishPy({ op: "result", id: job.id, ok: false, stdout: "", stderr: "",
-          error: { type: "timeout", message: `execution exceeded ${job.timeoutMs / 1000} s (worker replaced)` },
-          recycled: "timeout" });
-      }, cfg.graceMs));
-    }, job.timeoutMs));
+    const entry = { id: job.id, timers: [], resolve, started: false, timeoutMs: job.timeoutMs };
+    const prepare = !!(mounts.length || (job.packages && job.packages.length));
+    st.job = entry;
+    Atomics.store(st.ia, 0, 0);
+    st.port.postMessage({ id: job.id, code: job.code, params: job.params, entry: job.entry,
+      maxOutput: job.maxOutput, maxResult: job.maxResult, unavailable: job.unavailable ?? null,
+      packages: job.packages || [], mounts, mountMaxBytes: cfg.mountMaxBytes,
+      mountMaxFiles: cfg.mountMaxFiles, prepare }, transfer);
+    if (!prepare) {
+      onStarted(st, { id: job.id });
+      return;
+    }
+    // preparing (packages, mounts) has its own limit; the run's clock starts at "started"
+    entry.timers.push(setTimeout(() => {
+      if (st.job !== entry || entry.started) return;
+      retire(st, "preparing the run took too long");
+      finish(st, entry, { op: "result", id: job.id, ok: false, stdout: "", stderr: "",
+        error: { type: "timeout", message: "installing packages / mounting files took too long" },
+        recycled: "prepare timeout" });
+    }, cfg.prepareTimeoutMs));
   });
 }
 
@@ -158,7 +276,9 @@ async function runJs(job) {
   const result = await new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ timeout: true }), job.timeoutMs);
     js.worker.onmessage = (ev) => {
-      if (ev.data && ev.data.type === "result" && ev.data.id === job.id) { clearTimeout(timer); resolve(ev.data); }
+      const m = ev.data;
+      if (m && m.type === "result" && m.id === job.id) { clearTimeout(timer); resolve(m); }
+      else if (m && m.type === "closing") { clearTimeout(timer); resolve({ crashed: "the code closed its worker (" + String(m.how) + ")" }); }
     };
     js.worker.onerror = (ev) => { ev.preventDefault(); clearTimeout(timer); resolve({ crashed: ev.message }); };
     js.worker.postMessage(job);
@@ -185,11 +305,11 @@ async function handle(msg) {
   if (msg.op === "init") {
     cfg = msg.cfg;
     perms = cfg.permissions;
-    py = spawnPy();
+    spare = spawnPy();
     jsSpare = spawnJs();
     try {
-      const bootMs = await py.ready;
-      await send({ op: "ready", boot_ms: bootMs });
+      const bootMs = await spare.ready;
+      await send({ op: "ready", boot_ms: bootMs, ...status() });
     } catch (e) {
       await send({ op: "boot_error", message: String(e.message || e) });
     }
@@ -198,9 +318,12 @@ async function handle(msg) {
     const [reply, raw] = msg.lang === "javascript" ? await runJs(msg) : await runPython(msg);
     reply.restarts = restarts;
     reply.timing = { ...(reply.timing || {}), host_ms: performance.now() - t0 };
+    Object.assign(reply, status());
     await send(reply, raw);
+    // a new spare boots after the reply, so it does not compete with the run it replaces
+    if (!spare) setTimeout(ensureSpare, 0);
   } else if (msg.op === "ping") {
-    await send({ op: "pong", restarts });
+    await send({ op: "pong", restarts, ...status() });
   }
 }
 
