@@ -168,17 +168,15 @@ def test_a_team_bot_is_shared_its_conversations_are_not(team: Team) -> None:
     ).bot_id
     alice.bots.publish(bot_id=bot, connector_ids=["1024"])
     private = alice.bots.create(space_id=team.ids["alice_space"], name="alice only").bot_id
-    # the space's lists are every member's; the personal list stays the default
+    # the space's lists (cozepy's bots.list reads /v1/space/published_bots_list) are every
+    # member's; the personal space stays its owner's
     assert [b.bot_id for b in bob.bots.list(space_id=space).items] == [bot]
-    assert [b.bot_id for b in alice.bots.list(space_id=team.ids["alice_space"]).items] == [private]
-    published = bob.bots._requester.request(
-        "get",
-        f"{team.url}/v1/space/published_bots_list",
-        False,
-        cast=None,
-        params={"space_id": space},
-    )
-    assert published is None
+    assert [b.bot_id for b in alice.bots.list(space_id=space).items] == [bot]
+    with pytest.raises(CozeAPIError) as caught:
+        bob.bots.list(space_id=team.ids["alice_space"])
+    assert caught.value.code == 4200
+    drafts = team.studio("alice", "GET", "bots").json()["data"]["bots"]
+    assert [b["bot_id"] for b in drafts] == [private]  # the studio's default: personal
     assert bob.bots.retrieve(bot_id=bot).name == "shared helper"
 
     answer, bobs_conversation = _chat(bob, bot, "hello team")
