@@ -21,13 +21,8 @@ def echo():
 @pytest.mark.asyncio
 async def test_allowed_call_carries_query_headers_and_json(echo: EchoServer) -> None:
     response = await guarded_request(
-        LOOPBACK_ONLY,
-        "POST",
-        f"{echo.url}/echo",
-        params={"q": "tea", "n": 2},
-        headers={"X-Token": "abc"},
-        json={"a": [1, 2]},
-    )
+        LOOPBACK_ONLY, "POST", f"{echo.url}/echo", params={"q": "tea", "n": 2},
+        headers={"X-Token": "abc"}, json={"a": [1, 2]})
     seen = response.json()
     assert response.status_code == 200
     assert seen["method"] == "POST" and seen["query"] == {"q": "tea", "n": "2"}
@@ -38,25 +33,16 @@ async def test_allowed_call_carries_query_headers_and_json(echo: EchoServer) -> 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]", "127.1"])
-async def test_internal_addresses_are_refused_without_a_packet(echo: EchoServer, host: str) -> None:
+async def test_internal_addresses_are_refused_without_a_packet(echo: EchoServer, host: str
+                                                               ) -> None:
     with pytest.raises(BlockedAddress, match="refusing"):
         await guarded_request(OutboundPolicy(), "GET", f"http://{host}:{echo.port}/echo")
     assert echo.connections == 0
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(
-    "address",
-    [
-        "10.1.2.3",
-        "192.168.0.10",
-        "172.16.5.4",
-        "169.254.169.254",
-        "0.0.0.0",
-        "[fd00::1]",
-        "224.0.0.1",
-    ],
-)
+@pytest.mark.parametrize("address", ["10.1.2.3", "192.168.0.10", "172.16.5.4",
+                                     "169.254.169.254", "0.0.0.0", "[fd00::1]", "224.0.0.1"])
 async def test_private_ranges_are_refused_before_connecting(address: str) -> None:
     # a transport that records instead of connecting: even a broken guard sends nothing
     attempts: list[httpx.Request] = []
@@ -75,15 +61,15 @@ async def test_private_ranges_are_refused_before_connecting(address: str) -> Non
 async def test_a_redirect_to_a_refused_address_is_not_followed(echo: EchoServer) -> None:
     target = f"http://127.0.0.2:{echo.port}/echo"
     with pytest.raises(BlockedAddress):
-        await guarded_request(LOOPBACK_ONLY, "GET", f"{echo.url}/redirect", params={"to": target})
+        await guarded_request(LOOPBACK_ONLY, "GET", f"{echo.url}/redirect",
+                              params={"to": target})
     assert echo.connections == 1  # the first hop only
 
 
 @pytest.mark.asyncio
 async def test_an_allowed_redirect_is_followed(echo: EchoServer) -> None:
-    response = await guarded_request(
-        LOOPBACK_ONLY, "GET", f"{echo.url}/redirect", params={"to": "/echo?after=redirect"}
-    )
+    response = await guarded_request(LOOPBACK_ONLY, "GET", f"{echo.url}/redirect",
+                                     params={"to": "/echo?after=redirect"})
     assert response.json()["query"] == {"after": "redirect"}
 
 

@@ -28,24 +28,15 @@ def _stored_secrets(plugins: PluginService) -> list[str]:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("location", ["header", "query"])
-async def test_service_token_injection(
-    plugins: PluginService, alice, api: PluginTestServer, location: str
-) -> None:
-    auth = (
-        {
-            "type": "service_token",
-            "location": "header",
-            "key": "Authorization",
-            "template": "Bearer {{api_key}}",
-        }
-        if location == "header"
-        else {"type": "service_token", "location": "query", "key": "key", "template": "{{api_key}}"}
-    )
+async def test_service_token_injection(plugins: PluginService, alice, api: PluginTestServer,
+                                       location: str) -> None:
+    auth = ({"type": "service_token", "location": "header", "key": "Authorization",
+             "template": "Bearer {{api_key}}"} if location == "header" else
+            {"type": "service_token", "location": "query", "key": "key",
+             "template": "{{api_key}}"})
     info = await plugins.import_plugin(
-        alice.id,
-        openapi={**SECURE_JSON, "servers": [{"url": api.url}]},
-        manifest={"name_for_model": "secure", "auth": auth},
-    )
+        alice.id, openapi={**SECURE_JSON, "servers": [{"url": api.url}]},
+        manifest={"name_for_model": "secure", "auth": auth})
     tool_id = info.tools[0].id
     missing = await plugins.call_tool(alice.id, tool_id, {}, scene="draft")
     assert not missing.ok and "needs credentials ['api_key']" in missing.output
@@ -98,19 +89,15 @@ async def _authorize(plugins: PluginService, user_id: int, plugin_id: int) -> No
 
 
 @pytest.mark.asyncio
-async def test_oauth_authorization_code_flow_with_refresh(
-    plugins: PluginService, alice, api: PluginTestServer, clock: FakeClock
-) -> None:
+async def test_oauth_authorization_code_flow_with_refresh(plugins: PluginService, alice,
+                                                          api: PluginTestServer,
+                                                          clock: FakeClock) -> None:
     info = await plugins.import_plugin(
-        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]}, manifest=oauth_manifest(api)
-    )
+        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]},
+        manifest=oauth_manifest(api))
     assert api.CLIENT_SECRET not in repr(info.manifest)  # kept apart, encrypted
-    assert info.auth == {
-        "type": "oauth",
-        "grant_type": "authorization_code",
-        "client_secret_set": True,
-        "authorized": False,
-    }
+    assert info.auth == {"type": "oauth", "grant_type": "authorization_code",
+                         "client_secret_set": True, "authorized": False}
     tool_id = info.tools[0].id
     first = await plugins.call_tool(alice.id, tool_id, {}, scene="draft")
     assert not first.ok and first.error == "authorization required"
@@ -135,13 +122,10 @@ async def test_oauth_authorization_code_flow_with_refresh(
 
 @pytest.mark.asyncio
 async def test_a_rejected_token_is_refreshed_once_and_a_dead_refresh_asks_again(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+        plugins: PluginService, alice, api: PluginTestServer) -> None:
     info = await plugins.import_plugin(
-        alice.id,
-        openapi={**ME_JSON, "servers": [{"url": api.url}]},
-        manifest=oauth_manifest(api, token_auth="client_secret_basic"),
-    )
+        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]},
+        manifest=oauth_manifest(api, token_auth="client_secret_basic"))
     await _authorize(plugins, alice.id, info.id)
     api.access_tokens.clear()  # revoked by the provider before it expired
     result = await plugins.call_tool(alice.id, info.tools[0].id, {}, scene="draft")
@@ -154,12 +138,12 @@ async def test_a_rejected_token_is_refreshed_once_and_a_dead_refresh_asks_again(
 
 
 @pytest.mark.asyncio
-async def test_callback_state_is_single_use_and_expires(
-    plugins: PluginService, alice, api: PluginTestServer, clock: FakeClock
-) -> None:
+async def test_callback_state_is_single_use_and_expires(plugins: PluginService, alice,
+                                                        api: PluginTestServer,
+                                                        clock: FakeClock) -> None:
     info = await plugins.import_plugin(
-        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]}, manifest=oauth_manifest(api)
-    )
+        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]},
+        manifest=oauth_manifest(api))
     url = plugins.authorization_url(alice.id, info.id)
     state = parse_qs(urlparse(url).query)["state"][0]
     with plugins._db.transaction() as session:  # only the state's hash is stored
@@ -177,14 +161,11 @@ async def test_callback_state_is_single_use_and_expires(
 
 
 @pytest.mark.asyncio
-async def test_client_credentials(
-    plugins: PluginService, alice, api: PluginTestServer, clock: FakeClock
-) -> None:
+async def test_client_credentials(plugins: PluginService, alice, api: PluginTestServer,
+                                  clock: FakeClock) -> None:
     info = await plugins.import_plugin(
-        alice.id,
-        openapi={**ME_JSON, "servers": [{"url": api.url}]},
-        manifest=oauth_manifest(api, grant="client_credentials", authorization_url=None),
-    )
+        alice.id, openapi={**ME_JSON, "servers": [{"url": api.url}]},
+        manifest=oauth_manifest(api, grant="client_credentials", authorization_url=None))
     tool_id = info.tools[0].id
     first = await plugins.call_tool(alice.id, tool_id, {}, scene="draft")
     assert first.ok, first.output

@@ -15,30 +15,21 @@ from coze_lab.store.models import PluginCall
 from tests.core.plugins.servers import PETS_YAML, PluginTestServer
 
 
-async def _pets(
-    plugins: PluginService, user_id: int, api: PluginTestServer, **kwargs: object
-) -> dict[str, int]:
+async def _pets(plugins: PluginService, user_id: int, api: PluginTestServer,
+                **kwargs: object) -> dict[str, int]:
     info = await plugins.import_plugin(user_id, openapi=PETS_YAML.format(url=api.url), **kwargs)
     return {t.name: t.id for t in info.tools}
 
 
 @pytest.mark.asyncio
-async def test_path_query_header_cookie_parameters(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
-    tools = await _pets(
-        plugins,
-        alice.id,
-        api,
-        manifest={"common_params": {"header": [{"name": "User-Agent", "value": "coze_lab-test"}]}},
-    )
+async def test_path_query_header_cookie_parameters(plugins: PluginService, alice,
+                                                   api: PluginTestServer) -> None:
+    tools = await _pets(plugins, alice.id, api, manifest={
+        "common_params": {"header": [{"name": "User-Agent", "value": "coze_lab-test"}]}})
     result = await plugins.call_tool(
-        alice.id,
-        tools["getPet"],
+        alice.id, tools["getPet"],
         {"pet_id": "42", "tags": ["a", "b c"], "X-Trace": "t-1", "session": "s 1"},
-        scene="draft",
-        trace={"run_id": "9"},
-    )
+        scene="draft", trace={"run_id": "9"})
     assert result.ok and result.status_code == 200 and result.error is None
     seen = result.data
     assert seen["method"] == "GET" and seen["path"] == "/pets/42"
@@ -59,50 +50,41 @@ async def test_path_query_header_cookie_parameters(
 async def test_json_and_form_bodies(plugins: PluginService, alice, api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api)
     created = await plugins.call_tool(
-        alice.id,
-        tools["create_pet"],
+        alice.id, tools["create_pet"],
         json.dumps({"name": "Rex", "kind": "dog", "age": "3", "owner": {"name": "Ann"}}),
-        scene="draft",
-    )
+        scene="draft")
     assert created.ok, created.output
     assert created.data["headers"]["content-type"] == "application/json"
-    assert json.loads(created.data["body"]) == {
-        "name": "Rex",
-        "kind": "dog",
-        "age": 3,
-        "owner": {"name": "Ann"},
-    }
-    form = await plugins.call_tool(alice.id, tools["sendForm"], {"a": "x y", "n": 2}, scene="draft")
+    assert json.loads(created.data["body"]) == {"name": "Rex", "kind": "dog", "age": 3,
+                                                "owner": {"name": "Ann"}}
+    form = await plugins.call_tool(alice.id, tools["sendForm"], {"a": "x y", "n": 2},
+                                   scene="draft")
     assert form.data["body"] == "a=x+y&n=2"
     assert form.data["headers"]["content-type"] == "application/x-www-form-urlencoded"
 
 
 @pytest.mark.asyncio
-async def test_invalid_arguments_are_tool_errors_for_the_model(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+async def test_invalid_arguments_are_tool_errors_for_the_model(plugins: PluginService, alice,
+                                                               api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api)
     before = len(api.requests)
     result = await plugins.call_tool(
-        alice.id, tools["create_pet"], {"kind": "cow", "age": -1}, scene="draft"
-    )
+        alice.id, tools["create_pet"], {"kind": "cow", "age": -1}, scene="draft")
     assert not result.ok and result.status_code is None
     assert "'name' is a required property" in result.output
     assert "kind: 'cow' is not one of ['cat', 'dog']" in result.output
     assert "age: -1 is less than the minimum of 0" in result.output
     bad_json = await plugins.call_tool(alice.id, tools["getPet"], "{oops", scene="draft")
     assert not bad_json.ok and "not valid JSON" in bad_json.error
-    wrong_type = await plugins.call_tool(
-        alice.id, tools["getPet"], {"pet_id": "abc"}, scene="draft"
-    )
+    wrong_type = await plugins.call_tool(alice.id, tools["getPet"], {"pet_id": "abc"},
+                                         scene="draft")
     assert "pet_id: 'abc' is not of type 'integer'" in wrong_type.output
     assert len(api.requests) == before  # nothing was sent
 
 
 @pytest.mark.asyncio
-async def test_http_errors_retries_and_truncation(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+async def test_http_errors_retries_and_truncation(plugins: PluginService, alice,
+                                                  api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api)
     flaky = await plugins.call_tool(alice.id, tools["flakyGet"], {}, scene="draft")
     assert flaky.ok and flaky.data == {"calls": 3} and flaky.request["attempts"] == 3
@@ -117,9 +99,8 @@ async def test_http_errors_retries_and_truncation(
 
 
 @pytest.mark.asyncio
-async def test_connect_errors_are_retried_then_reported(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+async def test_connect_errors_are_retried_then_reported(plugins: PluginService, alice,
+                                                        api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api, server_url="http://127.0.0.1:9")
     attempts: list[httpx.Request] = []
 
@@ -127,9 +108,8 @@ async def test_connect_errors_are_retried_then_reported(
         attempts.append(request)
         raise httpx.ConnectError("refused", request=request)
 
-    plugins._policy = OutboundPolicy.from_strings(
-        ["127.0.0.1/32"], transport=httpx.MockTransport(refuse)
-    )
+    plugins._policy = OutboundPolicy.from_strings(["127.0.0.1/32"],
+                                                  transport=httpx.MockTransport(refuse))
     result = await plugins.call_tool(alice.id, tools["flakyPost"], {}, scene="draft")
     assert not result.ok and "unreachable (ConnectError)" in result.error
     assert len(attempts) == 3  # connect failures are safe to retry, even for POST
@@ -137,23 +117,20 @@ async def test_connect_errors_are_retried_then_reported(
 
 @pytest.mark.asyncio
 async def test_the_ssrf_guard_refuses_private_addresses_without_a_packet(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+        plugins: PluginService, alice, api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api, server_url="http://10.0.0.7:8080")
     sent: list[httpx.Request] = []
     plugins._policy = OutboundPolicy.from_strings(
         ["127.0.0.1/32"],
-        transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(200)),
-    )
+        transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(200)))
     result = await plugins.call_tool(alice.id, tools["getPet"], {"pet_id": 1}, scene="draft")
     assert not result.ok and "10.0.0.7 is a private, loopback or link-local" in result.error
     assert sent == []
 
 
 @pytest.mark.asyncio
-async def test_the_ssrf_guard_refuses_loopback_unless_allowed(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+async def test_the_ssrf_guard_refuses_loopback_unless_allowed(plugins: PluginService, alice,
+                                                              api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api, server_url=f"http://localhost:{api.port}")
     plugins._policy = OutboundPolicy()
     result = await plugins.call_tool(alice.id, tools["getPet"], {"pet_id": 1}, scene="draft")
@@ -162,9 +139,8 @@ async def test_the_ssrf_guard_refuses_loopback_unless_allowed(
 
 
 @pytest.mark.asyncio
-async def test_other_users_tools_are_unknown(
-    plugins: PluginService, alice, bob, api: PluginTestServer
-) -> None:
+async def test_other_users_tools_are_unknown(plugins: PluginService, alice, bob,
+                                             api: PluginTestServer) -> None:
     tools = await _pets(plugins, alice.id, api)
     with pytest.raises(NotFound):
         await plugins.call_tool(bob.id, tools["getPet"], {"pet_id": 1}, scene="draft")

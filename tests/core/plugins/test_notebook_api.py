@@ -22,8 +22,7 @@ def notebook(plugin_runtime: Runtime) -> Iterator[local.InProcessHost]:
 
 
 def test_plugin_from_a_file_called_and_used_in_a_workflow(
-    notebook: local.InProcessHost, api: PluginTestServer, tmp_path: Path
-) -> None:
+        notebook: local.InProcessHost, api: PluginTestServer, tmp_path: Path) -> None:
     spec = tmp_path / "pets.yaml"
     spec.write_text(PETS_YAML.format(url=api.url))
     pets = cl.Plugin.from_openapi(spec, manifest={"name_for_human": "Pets"})
@@ -45,13 +44,11 @@ def test_plugin_from_a_file_called_and_used_in_a_workflow(
     assert wf.run_local(pet=9).outputs == {"path": "/pets/9"}
 
 
-def test_plugin_from_a_dict_or_a_url_with_credentials(
-    notebook: local.InProcessHost, api: PluginTestServer
-) -> None:
+def test_plugin_from_a_dict_or_a_url_with_credentials(notebook: local.InProcessHost,
+                                                      api: PluginTestServer) -> None:
     secure = cl.Plugin.from_openapi(
         {**SECURE_JSON, "servers": [{"url": api.url}]},
-        manifest={"auth": {"type": "service_token", "template": "Bearer {{api_key}}"}},
-    )
+        manifest={"auth": {"type": "service_token", "template": "Bearer {{api_key}}"}})
     assert not secure.call("secure").ok
     secure.set_credentials(api_key=api.API_KEY)
     assert secure.info.auth["configured"] and secure.call("secure").data == {"secret": "granted"}

@@ -29,19 +29,14 @@ def _pet_workflow(plugin_id: int) -> Workflow:
     @wf.start
     def start(pet: int) -> None: ...
 
-    wf.plugin(
-        "fetch",
-        plugin=plugin_id,
-        tool="getPet",
-        inputs={"pet_id": "{{start.pet}}", "X-Trace": "wf"},
-    )
+    wf.plugin("fetch", plugin=plugin_id, tool="getPet",
+              inputs={"pet_id": "{{start.pet}}", "X-Trace": "wf"})
     wf.end(status="{{fetch.status_code}}", path="{{fetch.json.path}}")
     return wf
 
 
-def test_plugin_node_calls_the_tool_and_traces_the_call(
-    host: InProcessHost, api: PluginTestServer
-) -> None:
+def test_plugin_node_calls_the_tool_and_traces_the_call(host: InProcessHost,
+                                                        api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
     info = host.call(plugins.import_plugin(host.user.id, openapi=PETS_YAML.format(url=api.url)))
     run = host.run(_pet_workflow(info.id).validate(), {"pet": 7})
@@ -55,9 +50,8 @@ def test_plugin_node_calls_the_tool_and_traces_the_call(
         assert call.scene == "draft" and call.request["headers"]["X-Trace"] == "wf"
 
 
-def test_a_failed_call_fails_the_node_or_takes_its_error_branch(
-    host: InProcessHost, api: PluginTestServer
-) -> None:
+def test_a_failed_call_fails_the_node_or_takes_its_error_branch(host: InProcessHost,
+                                                                api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
     info = host.call(plugins.import_plugin(host.user.id, openapi=PETS_YAML.format(url=api.url)))
     wf = Workflow("bad-args")
@@ -65,9 +59,8 @@ def test_a_failed_call_fails_the_node_or_takes_its_error_branch(
     @wf.start
     def start(pet: str) -> None: ...
 
-    wf.plugin(
-        "fetch", plugin=info, tool="getPet", inputs={"pet_id": "{{start.pet}}"}, on_error="branch"
-    )
+    wf.plugin("fetch", plugin=info, tool="getPet", inputs={"pet_id": "{{start.pet}}"},
+              on_error="branch")
     wf.text("oops", template="failed: {{fetch.error}}", after="fetch:error")
     wf.end(after="oops", message="{{oops.output}}")
     run = host.run(wf.validate(), {"pet": "not-a-number"})
@@ -89,17 +82,12 @@ def test_plugin_node_definition_checks() -> None:
         wf.plugin("p", plugin=12, tool="t", scene="prod")
 
 
-def test_missing_oauth_authorization_interrupts_and_resumes(
-    host: InProcessHost, api: PluginTestServer
-) -> None:
+def test_missing_oauth_authorization_interrupts_and_resumes(host: InProcessHost,
+                                                            api: PluginTestServer) -> None:
     plugins = host.runtime.plugins
-    info = host.call(
-        plugins.import_plugin(
-            host.user.id,
-            openapi={**ME_JSON, "servers": [{"url": api.url}]},
-            manifest=oauth_manifest(api),
-        )
-    )
+    info = host.call(plugins.import_plugin(
+        host.user.id, openapi={**ME_JSON, "servers": [{"url": api.url}]},
+        manifest=oauth_manifest(api)))
     wf = Workflow("who")
 
     @wf.start

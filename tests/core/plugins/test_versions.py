@@ -17,23 +17,15 @@ def _doc(api: PluginTestServer, *ops: str, title: str = "Echo") -> dict:
         "openapi": "3.1.0",
         "info": {"title": title, "version": "1"},
         "servers": [{"url": api.url}],
-        "paths": {
-            f"/{op}": {
-                "get": {
-                    "operationId": op,
-                    "summary": f"{op} v-{title}",
-                    "responses": {"200": {"description": "ok"}},
-                }
-            }
-            for op in ops
-        },
+        "paths": {f"/{op}": {"get": {"operationId": op, "summary": f"{op} v-{title}",
+                                     "responses": {"200": {"description": "ok"}}}}
+                  for op in ops},
     }
 
 
 @pytest.mark.asyncio
 async def test_edits_touch_the_draft_and_publish_makes_them_online(
-    plugins: PluginService, alice, api: PluginTestServer
-) -> None:
+        plugins: PluginService, alice, api: PluginTestServer) -> None:
     info = await plugins.import_plugin(alice.id, openapi=_doc(api, "one", "two"))
     ids = {t.name: t.id for t in info.tools}
     with pytest.raises(NotFound, match="not published"):
@@ -43,9 +35,8 @@ async def test_edits_touch_the_draft_and_publish_makes_them_online(
     assert plugins.publish(alice.id, info.id) == 1
     assert plugins.online_versions(alice.id, [ids["one"], ids["two"]]) == {info.id: 1}
 
-    edited = await plugins.update_draft(
-        alice.id, info.id, openapi=_doc(api, "one", "three", title="Echo2")
-    )
+    edited = await plugins.update_draft(alice.id, info.id,
+                                        openapi=_doc(api, "one", "three", title="Echo2"))
     new_ids = {t.name: t.id for t in edited.tools}
     assert new_ids["one"] == ids["one"]  # a tool keeps its id across edits
     assert set(new_ids) == {"one", "three"} and edited.online_version == 1
@@ -65,10 +56,10 @@ async def test_edits_touch_the_draft_and_publish_makes_them_online(
 
     assert plugins.publish(alice.id, info.id) == 2
     assert plugins.tool_definitions(alice.id, [ids["one"]], scene="online")[0].description == (
-        "one v-Echo2"
-    )
+        "one v-Echo2")
     # bots pin the version they were published with
-    pinned = plugins.tool_definitions(alice.id, [ids["one"]], scene="online", versions={info.id: 1})
+    pinned = plugins.tool_definitions(alice.id, [ids["one"]], scene="online",
+                                      versions={info.id: 1})
     assert pinned[0].description == "one v-Echo"
     result = await plugins.call_tool(alice.id, ids["two"], {}, scene="online", version=1)
     assert result.ok and result.data["path"] == "/two"
@@ -80,8 +71,8 @@ async def test_edits_touch_the_draft_and_publish_makes_them_online(
 
 @pytest.mark.asyncio
 async def test_a_failure_mid_publish_leaves_online_unchanged(
-    plugins: PluginService, alice, api: PluginTestServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+        plugins: PluginService, alice, api: PluginTestServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     info = await plugins.import_plugin(alice.id, openapi=_doc(api, "one"))
     plugins.publish(alice.id, info.id)
     await plugins.update_draft(alice.id, info.id, openapi=_doc(api, "one", title="Next"))
@@ -104,19 +95,15 @@ async def test_a_failure_mid_publish_leaves_online_unchanged(
 
 @pytest.mark.asyncio
 async def test_a_bad_update_changes_nothing_and_other_users_see_nothing(
-    plugins: PluginService, alice, bob, api: PluginTestServer
-) -> None:
+        plugins: PluginService, alice, bob, api: PluginTestServer) -> None:
     info = await plugins.import_plugin(alice.id, openapi=_doc(api, "one"))
     with pytest.raises(InvalidParameter):
         await plugins.update_draft(alice.id, info.id, openapi={"openapi": "3.1.0"})
     assert [t.name for t in plugins.get(alice.id, info.id).tools] == ["one"]
-    for call in (
-        lambda: plugins.get(bob.id, info.id),
-        lambda: plugins.publish(bob.id, info.id),
-        lambda: plugins.delete(bob.id, info.id),
-        lambda: plugins.set_credentials(bob.id, info.id, {"api_key": "x"}),
-        lambda: plugins.authorization_url(bob.id, info.id),
-    ):
+    for call in (lambda: plugins.get(bob.id, info.id), lambda: plugins.publish(bob.id, info.id),
+                 lambda: plugins.delete(bob.id, info.id),
+                 lambda: plugins.set_credentials(bob.id, info.id, {"api_key": "x"}),
+                 lambda: plugins.authorization_url(bob.id, info.id)):
         with pytest.raises(NotFound):
             call()
     with pytest.raises(NotFound):

@@ -163,14 +163,8 @@ def _make_wheel(dirpath: Path) -> Path:
     whl = dirpath / "cozetiny-0.1-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w") as z:
         z.writestr("cozetiny/__init__.py", "def shout(s):\n    return s.upper() + '!'\n")
-        z.writestr(
-            "cozetiny-0.1.dist-info/METADATA",
-            "Metadata-Version: 2.1\nName: cozetiny\nVersion: 0.1\n",
-        )
-        z.writestr(
-            "cozetiny-0.1.dist-info/WHEEL",
-            "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        )
+        z.writestr("cozetiny-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: cozetiny\nVersion: 0.1\n")
+        z.writestr("cozetiny-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr("cozetiny-0.1.dist-info/RECORD", "")
     return whl
 
@@ -185,9 +179,7 @@ async def test_wheelhouse_and_unreachable_package_index(
         )
     )
     try:
-        res = await p.run(
-            "import cozetiny\ndef main(args):\n    return {'v': cozetiny.shout('hi')}\n", {}
-        )
+        res = await p.run("import cozetiny\ndef main(args):\n    return {'v': cozetiny.shout('hi')}\n", {})
         assert res.output == {"v": "HI!"}, res.to_dict()
         res = await p.run("import numpy\ndef main(args):\n    return {}\n", {})
         assert res.error is not None and res.error.type == "package_unavailable"
@@ -196,9 +188,7 @@ async def test_wheelhouse_and_unreachable_package_index(
         )
         assert "Set sandbox_package_index_url" in res.error.message
         # the wheel is still importable on the next run (module forgotten, files kept)
-        res = await p.run(
-            "import cozetiny\ndef main(args):\n    return {'v': cozetiny.shout('a')}\n", {}
-        )
+        res = await p.run("import cozetiny\ndef main(args):\n    return {'v': cozetiny.shout('a')}\n", {})
         assert res.output == {"v": "A!"}
     finally:
         await p.close()
@@ -207,11 +197,8 @@ async def test_wheelhouse_and_unreachable_package_index(
 async def test_run_result_and_error_types() -> None:
     r = RunResult.failure("timeout", "too slow", 12.0)
     assert r.to_dict() == {
-        "output": None,
-        "stdout": "",
-        "stderr": "",
-        "error": {"type": "timeout", "message": "too slow"},
-        "duration_ms": 12.0,
+        "output": None, "stdout": "", "stderr": "",
+        "error": {"type": "timeout", "message": "too slow"}, "duration_ms": 12.0,
     }
     assert SandboxError("x", "y") == SandboxError("x", "y")
     assert isinstance(SandboxError("x", "y"), Exception)

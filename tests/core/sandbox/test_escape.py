@@ -69,26 +69,20 @@ async def host_marker(tmp_path: Path) -> AsyncIterator[Path]:
 
 # ---------------------------------------------------------------- host files -----------
 async def test_python_open_host_file_is_not_the_host(pool: WorkerPool, host_marker: Path) -> None:
-    code = py(
-        f"try:\n    r = open({str(host_marker)!r}).read()\nexcept OSError as e:\n    r = 'ERR ' + type(e).__name__"
-    )
+    code = py(f"try:\n    r = open({str(host_marker)!r}).read()\nexcept OSError as e:\n    r = 'ERR ' + type(e).__name__")
     assert await run_ok(pool, code) == "ERR FileNotFoundError"
     await assert_serves(pool)
 
 
 async def test_js_deno_read_host_file_denied(pool: WorkerPool, host_marker: Path) -> None:
-    code = py(
-        f"import js\ntry:\n    r = js.Deno.readTextFileSync({str(host_marker)!r})\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py(f"import js\ntry:\n    r = js.Deno.readTextFileSync({str(host_marker)!r})\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert "TOP SECRET" not in str(r) and denied(r)
     await assert_serves(pool)
 
 
 async def test_js_deno_read_etc_passwd_denied(pool: WorkerPool) -> None:
-    code = py(
-        "import js\ntry:\n    r = js.Deno.readTextFileSync('/etc/passwd')\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py("import js\ntry:\n    r = js.Deno.readTextFileSync('/etc/passwd')\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert "root:" not in str(r) and denied(r)
     await assert_serves(pool)
@@ -96,9 +90,7 @@ async def test_js_deno_read_etc_passwd_denied(pool: WorkerPool) -> None:
 
 async def test_python_write_stays_in_memfs(pool: WorkerPool, tmp_path: Path) -> None:
     target = tmp_path / "escape.txt"
-    code = py(
-        f"with open({str(target)!r}.rsplit('/', 1)[0].replace('/', '_') + '.txt', 'w') as f:\n    f.write('x')\nimport os\nos.makedirs({str(tmp_path)!r}, exist_ok=True)\nopen({str(target)!r}, 'w').write('pwned')\nr = open({str(target)!r}).read()"
-    )
+    code = py(f"with open({str(target)!r}.rsplit('/', 1)[0].replace('/', '_') + '.txt', 'w') as f:\n    f.write('x')\nimport os\nos.makedirs({str(tmp_path)!r}, exist_ok=True)\nopen({str(target)!r}, 'w').write('pwned')\nr = open({str(target)!r}).read()")
     assert await run_ok(pool, code) == "pwned"  # inside the wasm file system only
     assert not target.exists()
     await assert_serves(pool)
@@ -106,9 +98,7 @@ async def test_python_write_stays_in_memfs(pool: WorkerPool, tmp_path: Path) -> 
 
 async def test_js_deno_write_host_file_denied(pool: WorkerPool, tmp_path: Path) -> None:
     target = tmp_path / "escape-js.txt"
-    code = py(
-        f"import js\ntry:\n    js.Deno.writeTextFileSync({str(target)!r}, 'pwned')\n    r = 'written'\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py(f"import js\ntry:\n    js.Deno.writeTextFileSync({str(target)!r}, 'pwned')\n    r = 'written'\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert denied(r) and not target.exists()
     await assert_serves(pool)
@@ -131,9 +121,7 @@ async def test_write_into_pyodide_cache_denied(pool: WorkerPool) -> None:
 
 
 async def test_pyodide_cache_is_readable_but_not_listable_elsewhere(pool: WorkerPool) -> None:
-    code = py(
-        "import js\ntry:\n    r = [e.name for e in js.Deno.readDirSync('/')]\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py("import js\ntry:\n    r = [e.name for e in js.Deno.readDirSync('/')]\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert denied(r), r
     await assert_serves(pool)
@@ -167,9 +155,7 @@ async def test_node_process_env_denied(pool: WorkerPool) -> None:
 # ---------------------------------------------------------------- network -------------
 async def test_python_socket_cannot_connect(pool: WorkerPool) -> None:
     async with Listener() as srv:
-        code = py(
-            f"import socket\ntry:\n    s = socket.create_connection(('127.0.0.1', {srv.port}), timeout=1)\n    r = 'connected'\nexcept Exception as e:\n    r = type(e).__name__ + ': ' + str(e)"
-        )
+        code = py(f"import socket\ntry:\n    s = socket.create_connection(('127.0.0.1', {srv.port}), timeout=1)\n    r = 'connected'\nexcept Exception as e:\n    r = type(e).__name__ + ': ' + str(e)")
         r = await run_ok(pool, code)
         assert r != "connected"
         await asyncio.sleep(0.1)
@@ -179,10 +165,7 @@ async def test_python_socket_cannot_connect(pool: WorkerPool) -> None:
 
 async def test_pyodide_http_pyfetch_denied(pool: WorkerPool) -> None:
     async with Listener() as srv:
-        code = py(
-            f"from pyodide.http import pyfetch\ntry:\n    await pyfetch('http://127.0.0.1:{srv.port}/')\n    r = 'fetched'\nexcept Exception as e:\n    r = str(e)",
-            is_async=True,
-        )
+        code = py(f"from pyodide.http import pyfetch\ntry:\n    await pyfetch('http://127.0.0.1:{srv.port}/')\n    r = 'fetched'\nexcept Exception as e:\n    r = str(e)", is_async=True)
         r = await run_ok(pool, code)
         assert denied(r), r
         await asyncio.sleep(0.1)
@@ -192,10 +175,7 @@ async def test_pyodide_http_pyfetch_denied(pool: WorkerPool) -> None:
 
 async def test_js_fetch_denied(pool: WorkerPool) -> None:
     async with Listener() as srv:
-        code = py(
-            f"import js\ntry:\n    await js.fetch('http://127.0.0.1:{srv.port}/')\n    r = 'fetched'\nexcept Exception as e:\n    r = str(e)",
-            is_async=True,
-        )
+        code = py(f"import js\ntry:\n    await js.fetch('http://127.0.0.1:{srv.port}/')\n    r = 'fetched'\nexcept Exception as e:\n    r = str(e)", is_async=True)
         r = await run_ok(pool, code)
         assert denied(r), r
         await asyncio.sleep(0.1)
@@ -205,10 +185,7 @@ async def test_js_fetch_denied(pool: WorkerPool) -> None:
 
 async def test_js_deno_connect_denied(pool: WorkerPool) -> None:
     async with Listener() as srv:
-        code = py(
-            f"import js\nfrom pyodide.ffi import to_js\ntry:\n    await js.Deno.connect(to_js({{'hostname': '127.0.0.1', 'port': {srv.port}}}, dict_converter=js.Object.fromEntries))\n    r = 'connected'\nexcept Exception as e:\n    r = str(e)",
-            is_async=True,
-        )
+        code = py(f"import js\nfrom pyodide.ffi import to_js\ntry:\n    await js.Deno.connect(to_js({{'hostname': '127.0.0.1', 'port': {srv.port}}}, dict_converter=js.Object.fromEntries))\n    r = 'connected'\nexcept Exception as e:\n    r = str(e)", is_async=True)
         r = await run_ok(pool, code)
         assert denied(r), r
         assert srv.hits == 0
@@ -226,9 +203,7 @@ async def test_javascript_node_fetch_denied(pool: WorkerPool) -> None:
 
 # ---------------------------------------------------------------- processes -----------
 async def test_subprocess_fails(pool: WorkerPool) -> None:
-    code = py(
-        "import subprocess\ntry:\n    r = subprocess.run(['id'], capture_output=True).stdout.decode()\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__"
-    )
+    code = py("import subprocess\ntry:\n    r = subprocess.run(['id'], capture_output=True).stdout.decode()\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__")
     r = await run_ok(pool, code)
     assert str(r).startswith("ERR"), r
     await assert_serves(pool)
@@ -237,9 +212,7 @@ async def test_subprocess_fails(pool: WorkerPool) -> None:
 async def test_os_system_kills_only_the_interpreter(pool: WorkerPool, tmp_path: Path) -> None:
     marker = tmp_path / "os-system"
     before = pool.health()["restarts"]
-    res = await pool.run(
-        f"import os\ndef main(args):\n    os.system('touch {marker}')\n    return {{}}\n", {}
-    )
+    res = await pool.run(f"import os\ndef main(args):\n    os.system('touch {marker}')\n    return {{}}\n", {})
     assert res.output is None or res.output == {}
     assert not marker.exists()
     if res.error is not None:
@@ -250,36 +223,28 @@ async def test_os_system_kills_only_the_interpreter(pool: WorkerPool, tmp_path: 
 
 
 async def test_os_fork_fails(pool: WorkerPool) -> None:
-    code = py(
-        "import os\ntry:\n    r = os.fork()\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__"
-    )
+    code = py("import os\ntry:\n    r = os.fork()\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__")
     res = await pool.run(code, {})
     assert res.output is None or str(res.output["r"]).startswith("ERR"), res.to_dict()
     await assert_serves(pool)
 
 
 async def test_js_deno_command_denied(pool: WorkerPool) -> None:
-    code = py(
-        "import js\ntry:\n    r = str(js.Deno.Command.new('id').outputSync())\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py("import js\ntry:\n    r = str(js.Deno.Command.new('id').outputSync())\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert denied(r), r
     await assert_serves(pool)
 
 
 async def test_ctypes_cannot_load_host_libc(pool: WorkerPool) -> None:
-    code = py(
-        "try:\n    import ctypes\n    lib = ctypes.CDLL('libc.so.6')\n    r = 'loaded ' + str(lib.getpid())\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__"
-    )
+    code = py("try:\n    import ctypes\n    lib = ctypes.CDLL('libc.so.6')\n    r = 'loaded ' + str(lib.getpid())\nexcept Exception as e:\n    r = 'ERR ' + type(e).__name__")
     r = await run_ok(pool, code)
     assert str(r).startswith("ERR"), r
     await assert_serves(pool)
 
 
 async def test_js_deno_dlopen_denied(pool: WorkerPool) -> None:
-    code = py(
-        "import js\ntry:\n    js.Deno.dlopen('libc.so.6', js.Object.new())\n    r = 'opened'\nexcept Exception as e:\n    r = str(e)"
-    )
+    code = py("import js\ntry:\n    js.Deno.dlopen('libc.so.6', js.Object.new())\n    r = 'opened'\nexcept Exception as e:\n    r = str(e)")
     r = await run_ok(pool, code)
     assert r != "opened" and ("ffi" in str(r).lower() or denied(r)), r
     await assert_serves(pool)
@@ -332,9 +297,7 @@ async def test_javascript_infinite_loop_times_out(pool: WorkerPool) -> None:
 
 
 async def test_recursion_bomb(pool: WorkerPool) -> None:
-    res = await pool.run(
-        "def f(n):\n    return f(n + 1)\n\ndef main(args):\n    return {'r': f(0)}\n", {}
-    )
+    res = await pool.run("def f(n):\n    return f(n + 1)\n\ndef main(args):\n    return {'r': f(0)}\n", {})
     assert res.error is not None and res.error.type == "user_error"
     assert "RecursionError" in res.error.message
     await assert_serves(pool)
@@ -343,16 +306,9 @@ async def test_recursion_bomb(pool: WorkerPool) -> None:
 async def test_recursion_bomb_with_raised_limit(pool: WorkerPool) -> None:
     code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\n\ndef main(args):\n    return {'r': f(0)}\n"
     res = await pool.run(code, {})
-    assert res.error is not None and res.error.type in (
-        "user_error",
-        "worker_crashed",
-        "memory_limit",
-        "timeout",
-    ), res.to_dict()
+    assert res.error is not None and res.error.type in ("user_error", "worker_crashed", "memory_limit", "timeout"), res.to_dict()
     await assert_serves(pool)
-    res = await pool.run(
-        "import sys\ndef main(args):\n    return {'r': sys.getrecursionlimit()}\n", {}
-    )
+    res = await pool.run("import sys\ndef main(args):\n    return {'r': sys.getrecursionlimit()}\n", {})
     assert res.output is not None and res.output["r"] < 10**6
 
 
@@ -368,16 +324,12 @@ async def test_memory_bomb_is_stopped(pool: WorkerPool) -> None:
 async def test_javascript_memory_bomb_is_stopped(pool: WorkerPool) -> None:
     code = "function main() { const xs = []; for (;;) xs.push(new Array(1e6).fill(1.5)); }"
     res = await pool.run(code, {}, language="javascript", timeout=20)
-    assert res.error is not None and res.error.type in ("memory_limit", "worker_crashed"), (
-        res.to_dict()
-    )
+    assert res.error is not None and res.error.type in ("memory_limit", "worker_crashed"), res.to_dict()
     await assert_serves(pool)
 
 
 async def test_huge_stdout_is_capped_fast(pool: WorkerPool) -> None:
-    res = await pool.run(
-        "def main(args):\n    while True:\n        print('x' * 1000)\n", {}, timeout=10
-    )
+    res = await pool.run("def main(args):\n    while True:\n        print('x' * 1000)\n", {}, timeout=10)
     assert res.error is not None and res.error.type == "output_too_large"
     assert len(res.stdout) <= pool.settings.max_output_bytes
     assert res.duration_ms < 3000
@@ -392,12 +344,7 @@ async def test_huge_result_rejected(pool: WorkerPool) -> None:
 
 
 async def test_javascript_huge_console_capped(pool: WorkerPool) -> None:
-    res = await pool.run(
-        "function main() { for (;;) console.log('y'.repeat(1000)); }",
-        {},
-        language="javascript",
-        timeout=10,
-    )
+    res = await pool.run("function main() { for (;;) console.log('y'.repeat(1000)); }", {}, language="javascript", timeout=10)
     assert res.error is not None and res.error.type == "output_too_large"
     await assert_serves(pool)
 
@@ -421,32 +368,24 @@ async def test_stdin_and_stdout_of_the_process_are_not_the_channel(pool: WorkerP
         "import js\nfrom pyodide.ffi import to_js\n"
         "buf = js.Uint8Array.new(4096)\n"
         "try:\n    n = js.Deno.stdin.readSync(buf)\nexcept Exception as e:\n    n = str(e)\n"
-        'js.Deno.stdout.writeSync(js.TextEncoder.new().encode(\'{"op":"result","id":2,"ok":true,"output":{"r":"spoof"}}\\n\'))\n'
+        "js.Deno.stdout.writeSync(js.TextEncoder.new().encode('{\"op\":\"result\",\"id\":2,\"ok\":true,\"output\":{\"r\":\"spoof\"}}\\n'))\n"
         "r = str(n)"
     )
     res = await pool.run(code, {})
-    assert (
-        res.error is None
-        and res.output is not None
-        and res.output["r"] in ("None", "null", "jsnull")
-    ), res.to_dict()
+    assert res.error is None and res.output is not None and res.output["r"] in ("None", "null", "jsnull"), res.to_dict()
     for _ in range(3):
         nxt = await pool.run("def main(args):\n    return {'r': 'genuine'}\n", {})
         assert nxt.output == {"r": "genuine"}
 
 
 async def test_worker_closing_itself_is_replaced(pool: WorkerPool) -> None:
-    res = await pool.run(
-        "import js\ndef main(args):\n    js.close()\n    return {}\n", {}, timeout=2
-    )
+    res = await pool.run("import js\ndef main(args):\n    js.close()\n    return {}\n", {}, timeout=2)
     assert res.error is not None and res.error.type in ("worker_crashed", "timeout"), res.to_dict()
     await assert_serves(pool)
 
 
 async def test_deno_exit_is_contained(pool: WorkerPool) -> None:
-    res = await pool.run(
-        "import js\ndef main(args):\n    js.Deno.exit(3)\n    return {}\n", {}, timeout=2
-    )
+    res = await pool.run("import js\ndef main(args):\n    js.Deno.exit(3)\n    return {}\n", {}, timeout=2)
     assert res.error is not None or res.output == {}
     await assert_serves(pool)
 
@@ -467,10 +406,7 @@ async def test_concurrent_runs_do_not_interfere(pool: WorkerPool) -> None:
 
 async def test_concurrent_runs_with_a_crasher(pool: WorkerPool) -> None:
     bad = pool.run("def main(args):\n    while True:\n        pass\n", {}, timeout=0.5)
-    good = [
-        pool.run("def main(args):\n    return {'i': args.params['i']}\n", {"i": i})
-        for i in range(10)
-    ]
+    good = [pool.run("def main(args):\n    return {'i': args.params['i']}\n", {"i": i}) for i in range(10)]
     res = await asyncio.gather(bad, *good)
     assert res[0].error is not None and res[0].error.type == "timeout"
     assert [r.output for r in res[1:]] == [{"i": i} for i in range(10)]

@@ -27,46 +27,29 @@ async def leak(solo: WorkerPool, setup: str, probe: str, *, is_async: bool = Fal
 
 
 async def test_globals_are_fresh(solo: WorkerPool) -> None:
-    first = await solo.run(
-        "SECRET = 'a'\nimport builtins\ndef main(args):\n    global LEAK\n    LEAK = 1\n    return {}\n",
-        {},
-    )
+    first = await solo.run("SECRET = 'a'\nimport builtins\ndef main(args):\n    global LEAK\n    LEAK = 1\n    return {}\n", {})
     assert first.error is None
     r = await solo.run(READ % "[n for n in ('SECRET', 'LEAK') if n in globals()]", {})
     assert r.output == {"r": []}
 
 
 async def test_builtins_patch_does_not_leak(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "import builtins\nbuiltins.len = lambda x: 42\nbuiltins.pwned = True",
-        "[len('ab'), hasattr(__builtins__, 'pwned') if not isinstance(__builtins__, dict) else 'pwned' in __builtins__]",
-    )
+    r = await leak(solo, "import builtins\nbuiltins.len = lambda x: 42\nbuiltins.pwned = True", "[len('ab'), hasattr(__builtins__, 'pwned') if not isinstance(__builtins__, dict) else 'pwned' in __builtins__]")
     assert r == [2, False]
 
 
 async def test_stdlib_monkeypatch_does_not_leak(solo: WorkerPool) -> None:
-    r = await leak(
-        solo, "import json\njson.dumps = lambda *a, **k: 'pwned'", "__import__('json').dumps([1])"
-    )
+    r = await leak(solo, "import json\njson.dumps = lambda *a, **k: 'pwned'", "__import__('json').dumps([1])")
     assert r == "[1]"
 
 
 async def test_imported_and_injected_modules_forgotten(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "import sys, types, csv\nm = types.ModuleType('evilmod')\nm.x = 1\nsys.modules['evilmod'] = m\ncsv.pwned = 1",
-        "['evilmod' in __import__('sys').modules, hasattr(__import__('csv'), 'pwned')]",
-    )
+    r = await leak(solo, "import sys, types, csv\nm = types.ModuleType('evilmod')\nm.x = 1\nsys.modules['evilmod'] = m\ncsv.pwned = 1", "['evilmod' in __import__('sys').modules, hasattr(__import__('csv'), 'pwned')]")
     assert r == [False, False]
 
 
 async def test_memfs_files_removed(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "open('/tmp/leak.txt', 'w').write('x')\nopen('/home/pyodide/leak2.txt', 'w').write('y')\nimport os\nos.makedirs('/tmp/d/e', exist_ok=True)",
-        "[__import__('os').path.exists(p) for p in ('/tmp/leak.txt', '/home/pyodide/leak2.txt', '/tmp/d')]",
-    )
+    r = await leak(solo, "open('/tmp/leak.txt', 'w').write('x')\nopen('/home/pyodide/leak2.txt', 'w').write('y')\nimport os\nos.makedirs('/tmp/d/e', exist_ok=True)", "[__import__('os').path.exists(p) for p in ('/tmp/leak.txt', '/home/pyodide/leak2.txt', '/tmp/d')]")
     assert r == [False, False, False]
 
 
@@ -77,29 +60,17 @@ async def test_site_packages_plant_removed(solo: WorkerPool) -> None:
 
 
 async def test_pyodide_fs_api_write_removed(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "import pyodide_js\npyodide_js.FS.writeFile('/tmp/viajs.txt', 'x')",
-        "__import__('os').path.exists('/tmp/viajs.txt')",
-    )
+    r = await leak(solo, "import pyodide_js\npyodide_js.FS.writeFile('/tmp/viajs.txt', 'x')", "__import__('os').path.exists('/tmp/viajs.txt')")
     assert r is False
 
 
 async def test_environ_cwd_path_restored(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "import os, sys\nos.environ['LEAK'] = '1'\nos.makedirs('/tmp/w', exist_ok=True)\nos.chdir('/tmp/w')\nsys.path.insert(0, '/tmp/w')",
-        "['LEAK' in __import__('os').environ, __import__('os').getcwd(), '/tmp/w' in __import__('sys').path]",
-    )
+    r = await leak(solo, "import os, sys\nos.environ['LEAK'] = '1'\nos.makedirs('/tmp/w', exist_ok=True)\nos.chdir('/tmp/w')\nsys.path.insert(0, '/tmp/w')", "['LEAK' in __import__('os').environ, __import__('os').getcwd(), '/tmp/w' in __import__('sys').path]")
     assert r == [False, "/home/pyodide", False]
 
 
 async def test_js_realm_globals_do_not_leak(solo: WorkerPool) -> None:
-    r = await leak(
-        solo,
-        "import js\njs.globalThis.leaked = 'x'\njs.Object.prototype.polluted = 1",
-        "[str(getattr(__import__('js'), 'leaked', None)), str(__import__('js').eval('({}).polluted'))]",
-    )
+    r = await leak(solo, "import js\njs.globalThis.leaked = 'x'\njs.Object.prototype.polluted = 1", "[str(getattr(__import__('js'), 'leaked', None)), str(__import__('js').eval('({}).polluted'))]")
     assert r == ["None", "None"]  # JS undefined arrives as None (polluted would be "1")
 
 
@@ -114,10 +85,7 @@ async def test_left_over_asyncio_task_cannot_observe_next_run(solo: WorkerPool) 
     )
     r = await leak(solo, setup, "str(getattr(__import__('js'), 'seen', None))", is_async=True)
     assert r == "None"
-    res = await solo.run(
-        "import asyncio\nasync def main(args):\n    await asyncio.sleep(0.05)\n    return {'victim': args.params['victim']}\n",
-        {"victim": "secret-param"},
-    )
+    res = await solo.run("import asyncio\nasync def main(args):\n    await asyncio.sleep(0.05)\n    return {'victim': args.params['victim']}\n", {"victim": "secret-param"})
     assert res.output == {"victim": "secret-param"}
     check = await solo.run(READ % "str(getattr(__import__('js'), 'seen', None))", {})
     assert check.output == {"r": "None"}
@@ -138,10 +106,7 @@ async def test_audit_hook_does_not_survive(solo: WorkerPool) -> None:
 async def test_clean_runs_keep_the_interpreter(solo: WorkerPool) -> None:
     before = solo.health()["restarts"]
     for i in range(5):
-        res = await solo.run(
-            "import csv, io\ndef main(args):\n    open('/tmp/scratch', 'w').write('a')\n    return {'i': args.params['i']}\n",
-            {"i": i},
-        )
+        res = await solo.run("import csv, io\ndef main(args):\n    open('/tmp/scratch', 'w').write('a')\n    return {'i': args.params['i']}\n", {"i": i})
         assert res.output == {"i": i}
     assert solo.health()["restarts"] == before
 

@@ -105,9 +105,8 @@ def batched_start(words: list):
     """Words."""
 
 
-batched.batch(
-    "all", body=shout, over="{{batched_start.words}}", concurrency=2, inputs={"suffix": "!"}
-)
+batched.batch("all", body=shout, over="{{batched_start.words}}", concurrency=2,
+              inputs={"suffix": "!"})
 batched.end(results="{{all.results}}")
 BATCHED = batched
 

@@ -118,11 +118,8 @@ def patient_start(item: str):
 patient.question("ask", question="Approve {{patient_start.item}}?", on_timeout="branch")
 patient.text("approved", template="answered: {{ask.answer}}", after="ask")
 patient.text("defaulted", template="no answer; defaulted", after="ask:timeout")
-patient.node(
-    "aggregate",
-    "outcome",
-    inputs={"a": "{{approved.output}}", "b": "{{defaulted.output}}"},
-    after=["approved", "defaulted"],
-)
+patient.node("aggregate", "outcome", inputs={"a": "{{approved.output}}",
+                                             "b": "{{defaulted.output}}"},
+             after=["approved", "defaulted"])
 patient.end(outcome="{{outcome.output}}")
 PATIENT = patient

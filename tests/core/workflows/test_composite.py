@@ -11,11 +11,8 @@ from tests.core.workflows.composites import BATCHED, COUNTED, OUTER, REVIEWING, 
 
 def child_runs(host: InProcessHost, root: int) -> int:
     with host.runtime.db.transaction() as session:
-        return session.execute(
-            select(func.count())
-            .select_from(WorkflowRun)
-            .where(WorkflowRun.root_run_id == root, WorkflowRun.id != root)
-        ).scalar_one()
+        return session.execute(select(func.count()).select_from(WorkflowRun).where(
+            WorkflowRun.root_run_id == root, WorkflowRun.id != root)).scalar_one()
 
 
 def test_a_question_inside_a_subworkflow_pauses_the_parent(host: InProcessHost) -> None:
@@ -51,7 +48,8 @@ def test_batch_keeps_order_and_passes_extra_inputs(host: InProcessHost) -> None:
     words = ["a", "b", "c", "d", "e"]
     run = host.run(BATCHED.validate(), {"words": words})
     assert run.status == "succeeded", run.error
-    assert [r["text"] for r in run.outputs["results"]] == [f"{i}:{w}!" for i, w in enumerate(words)]
+    assert [r["text"] for r in run.outputs["results"]] == [f"{i}:{w}!" for i, w in
+                                                          enumerate(words)]
     assert child_runs(host, run.id) == len(words)
 
 
@@ -63,10 +61,8 @@ def test_questions_inside_a_loop_come_one_iteration_at_a_time(host: InProcessHos
     assert [p.data["question"] for p in run.pending] == ["Keep y?"]
     run.resume(run.pending[0].event_id, "drop")
     assert run.status == "succeeded", run.error
-    assert run.outputs["results"] == [
-        {"item": "x", "decision": "keep"},
-        {"item": "y", "decision": "drop"},
-    ]
+    assert run.outputs["results"] == [{"item": "x", "decision": "keep"},
+                                      {"item": "y", "decision": "drop"}]
     assert child_runs(host, run.id) == 2  # the first iteration was not run again
 
 
@@ -74,8 +70,8 @@ def test_canceling_a_run_cancels_its_children(host: InProcessHost) -> None:
     run = host.run(OUTER.validate(), {"topic": "x"})
     assert host.call(host.runtime.engine.cancel(run.info.owner_id, run.id))
     with host.runtime.db.transaction() as session:
-        statuses = set(
-            session.scalars(select(WorkflowRun.status).where(WorkflowRun.root_run_id == run.id))
-        )
+        statuses = set(session.scalars(select(WorkflowRun.status).where(
+            WorkflowRun.root_run_id == run.id)))
     assert statuses == {"canceled"}
     assert host.runtime.engine.store.pending(run.info.owner_id) == []
+

@@ -125,6 +125,7 @@ def test_timeout_fails_the_run_and_names_the_node(host: InProcessHost) -> None:
     assert "timeout" in run.error["msg"] and "timeout=..." in run.error["msg"], run.error
 
 
+
 def test_bad_inputs_are_refused_before_anything_is_stored(host: InProcessHost) -> None:
     for bad in ({}, {"doc": 5}, {"doc": "x", "extra": 1}):
         with pytest.raises(InvalidParameter):
@@ -190,9 +191,8 @@ def test_questions_expire_visibly(host: InProcessHost, clock: FakeClock) -> None
     assert "expired" in final.error["msg"]
 
 
-def test_an_expired_question_can_take_its_timeout_branch(
-    host: InProcessHost, clock: FakeClock
-) -> None:
+def test_an_expired_question_can_take_its_timeout_branch(host: InProcessHost,
+                                                         clock: FakeClock) -> None:
     run = host.run(PATIENT.validate(), {"item": "invoice"})
     assert run.status == "interrupted"
     clock.advance(timedelta(days=8))

@@ -21,9 +21,7 @@ def model_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
         yield server
 
 
-def test_doc_review_runs_pauses_and_finishes(
-    host: InProcessHost, model_server: ModelServer
-) -> None:
+def test_doc_review_runs_pauses_and_finishes(host: InProcessHost, model_server: ModelServer) -> None:
     model_server.script(["The document says hello twice."])
     run = host.run(DOC_REVIEW.validate(), {"doc": "hello   hello\n world"})
     assert run.status == "interrupted", run.error
@@ -72,40 +70,27 @@ def test_no_model_configured_says_so(host: InProcessHost, monkeypatch: pytest.Mo
 def support_router() -> cl.Workflow:
     wf = cl.Workflow("router")
     wf.inputs(message=str)
-    wf.node(
-        "intent",
-        "route",
-        query="{{start.message}}",
-        intents=[
-            {"port": "refund", "description": "wants money back"},
-            {"port": "order", "description": "asks about an order"},
-        ],
-    )
+    wf.node("intent", "route", query="{{start.message}}", intents=[
+        {"port": "refund", "description": "wants money back"},
+        {"port": "order", "description": "asks about an order"}])
     wf.text("refunds", template="refunds desk", after="route:refund")
     wf.text("orders", template="orders desk", after="route:order")
     wf.text("humans", template="a person", after="route:else")
-    wf.node(
-        "aggregate",
-        "desk",
-        inputs={"a": "{{refunds.output}}", "b": "{{orders.output}}", "c": "{{humans.output}}"},
-        after=["refunds", "orders", "humans"],
-    )
+    wf.node("aggregate", "desk", inputs={"a": "{{refunds.output}}", "b": "{{orders.output}}",
+                                         "c": "{{humans.output}}"},
+            after=["refunds", "orders", "humans"])
     wf.node("assign", "named", inputs={"desk": "{{desk.output}}", "intent": "{{route.intent}}"})
     wf.end(desk="{{named.desk}}", intent="{{named.intent}}")
     return wf
 
 
-@pytest.mark.parametrize(
-    ("reply", "desk", "intent"),
-    [
-        ('{"intent": "refund"}', "refunds desk", "refund"),
-        ("This is about an ORDER.", "orders desk", "order"),
-        ('{"intent": "weather"}', "a person", "else"),
-    ],
-)
-def test_intent_node_routes_by_the_models_choice(
-    host: InProcessHost, model_server: ModelServer, reply: str, desk: str, intent: str
-) -> None:
+@pytest.mark.parametrize(("reply", "desk", "intent"), [
+    ('{"intent": "refund"}', "refunds desk", "refund"),
+    ("This is about an ORDER.", "orders desk", "order"),
+    ('{"intent": "weather"}', "a person", "else"),
+])
+def test_intent_node_routes_by_the_models_choice(host: InProcessHost, model_server: ModelServer,
+                                                 reply: str, desk: str, intent: str) -> None:
     model_server.script([reply])
     run = host.run(support_router().validate(), {"message": "my parcel never came"})
     assert run.status == "succeeded", run.error

@@ -10,15 +10,9 @@ from tests.support import EchoServer
 def fetcher(url: str, path: str = "/echo") -> cl.Workflow:
     wf = cl.Workflow("fetch")
     wf.inputs(city=str)
-    wf.node(
-        "http",
-        "weather",
-        method="POST",
-        url=url + path,
-        query={"city": "{{start.city}}"},
-        headers={"X-Unit": "celsius"},
-        body={"city": "{{start.city}}", "days": 3},
-    )
+    wf.node("http", "weather", method="POST", url=url + path,
+            query={"city": "{{start.city}}"}, headers={"X-Unit": "celsius"},
+            body={"city": "{{start.city}}", "days": 3})
     wf.end(status="{{weather.status_code}}", seen="{{weather.json}}")
     return wf
 
