@@ -415,6 +415,23 @@ class TeamSpace:
     conversation: str  # alice's conversation with the team bot
 
 
+#: a plugin of the team space (never called: the sidebar lists it)
+TEAM_API = {
+    "openapi": "3.0.0",
+    "info": {"title": "team api", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9/"}],
+    "paths": {
+        "/ping": {
+            "get": {
+                "operationId": "ping",
+                "summary": "Ping",
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+    },
+}
+
+
 @pytest.fixture(scope="module")
 def team_space(hub: Hub) -> TeamSpace:
     """alice (through the service, with her hub token) makes ``data-team``, adds bob and
@@ -429,6 +446,13 @@ def team_space(hub: Hub) -> TeamSpace:
     alice = hub.coze(hub.tokens["alice"])
     bot = make_bot(alice, team, "team helper")
     _, conversation = chat(alice, bot, "team plans")
+    plugin = hub.as_user(
+        "alice",
+        "POST",
+        SERVICE + f"coze_lab/api/plugins?space_id={team}",
+        json={"openapi": TEAM_API, "manifest": {"name_for_model": "team_api"}},
+    )
+    assert plugin.status_code == 201, plugin.text
     return TeamSpace(team, bot, make_bot(alice, space(alice), "alice's own"), conversation)
 
 
@@ -506,9 +530,12 @@ def test_the_sidebar_space_picker_under_the_hub(hub: Hub, team_space: TeamSpace)
             picker = page.get_by_test_id("coze-lab-space")
             expect(picker.locator("option")).to_have_count(2, timeout=60_000)
             bots = page.get_by_test_id("coze-lab-bot-list")
+            plugins = page.get_by_test_id("coze-lab-plugin-list")
             expect(bots).not_to_contain_text("team helper")  # personal: bob's own bots
+            expect(plugins).not_to_contain_text("team api")
             picker.select_option(label="data-team (member)")
             expect(bots).to_contain_text("team helper", timeout=30_000)
+            expect(plugins).to_contain_text("team api", timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "hub-space-picker.png"))
         finally:
             browser.close()
