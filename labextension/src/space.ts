@@ -1,6 +1,6 @@
 /**
  * The space the sidebar works in (Coze's workspace): the personal one (the default) or a
- * team space the user belongs to. The bots and workflows lists, and what the sidebar
+ * team space the user belongs to. The bots, workflows and plugins lists, and what the sidebar
  * creates, are that space's; everything else (runs, questions, chats, tokens) stays the
  * user's own.
  */
