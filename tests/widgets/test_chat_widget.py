@@ -150,7 +150,9 @@ def test_a_question_of_a_tool_workflow_is_answered_inline_and_the_chat_goes_on(
 
     # A wrong answer goes back to the form; the question stays.
     sent: list[Any] = []
-    chat.comm.send = lambda data, buffers=None, **kw: sent.append(data)  # type: ignore[method-assign]
+    # what the widget sends the page (ipywidgets drops it when no kernel is attached, as
+    # here, so catch it where Widget.send hands it on)
+    chat._send = lambda msg, buffers=None: sent.append(msg)  # type: ignore[method-assign]
     from_page(chat, {"type": "answer", "event_id": question["event_id"], "data": "maybe"})
     assert chat.questions == [question]
     assert any("maybe" in str(s) or "one of" in str(s) for s in sent), sent
