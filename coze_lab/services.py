@@ -14,6 +14,7 @@ from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.limits import Limits
 from coze_lab.core.net import OutboundPolicy
+from coze_lab.core.spaces import SpaceService
 from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
 
@@ -47,6 +48,7 @@ class Runtime:
         config.data_path.mkdir(parents=True, exist_ok=True)
         self.db = Database(config.database_url)
         self.identity = IdentityService(self.db, clock=clock)
+        self.spaces = SpaceService(self.db, clock=clock)
         self.tokens = TokenService(self.db, clock=clock)
         self.files = FileStore(
             self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coze_lab._version import __version__
-from coze_lab.cli import db, hub, pat, serve, workflow
+from coze_lab.cli import db, hub, pat, serve, space, workflow
 from coze_lab.core.errors import CozeLabError
 
 
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     db.register(commands)
     hub.register(commands)
     pat.register(commands)
+    space.register(commands)
     workflow.register(commands)
     try:
         from coze_lab.cli import sandbox

@@ -65,6 +65,12 @@ class Conflict(CozeLabError):
     code, status = 4090, 409
 
 
+class MemberExists(Conflict):
+    """The user is a member of the space already (Coze's 4201: member exists)."""
+
+    code = 4201
+
+
 class PayloadTooLarge(CozeLabError):
     """A request body over the limit: a bad request in Coze's terms (4000), HTTP 413."""
 

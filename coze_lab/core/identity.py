@@ -1,18 +1,19 @@
-"""Users and their personal workspaces (Coze's ``space_id``)."""
+"""Users and their personal workspaces (Coze's ``space_id``; team spaces: core/spaces)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.spaces.access import Role
 from coze_lab.store import Database
-from coze_lab.store.models import User, Workspace
+from coze_lab.store.models import SpaceMember, User, Workspace
 
 MAX_USER_NAME = 255
 
@@ -22,15 +23,6 @@ class UserInfo:
     id: int
     name: str
     workspace_id: int
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class WorkspaceInfo:
-    id: int
-    name: str
-    workspace_type: str
-    owner_id: int
     created_at: datetime
 
 
@@ -93,24 +85,6 @@ class IdentityService:
         self._users[user_id] = info
         return info
 
-    def list_workspaces(
-        self, user_id: int, *, page_num: int = 1, page_size: int = 20
-    ) -> tuple[list[WorkspaceInfo], int]:
-        """The workspaces the user belongs to (today: the personal one) and their count."""
-        if page_num < 1 or not 1 <= page_size <= 100:
-            raise InvalidParameter("page_num must be >= 1 and page_size within 1..100")
-        owned = Workspace.owner_id == user_id
-        with self._db.transaction() as session:
-            total = session.execute(select(func.count()).where(owned)).scalar_one()
-            rows = session.scalars(
-                select(Workspace)
-                .where(owned)
-                .order_by(Workspace.id)
-                .offset((page_num - 1) * page_size)
-                .limit(page_size)
-            ).all()
-        return [_workspace_info(row) for row in rows], total
-
     def _create_user(self, name: str) -> UserInfo:
         now = self._clock()
         user = User(id=new_id(), name=name, created_at=now)
@@ -125,6 +99,12 @@ class IdentityService:
             session.add(user)
             session.flush()
             session.add(workspace)
+            session.flush()
+            session.add(
+                SpaceMember(
+                    space_id=workspace.id, user_id=user.id, role=Role.OWNER.value, created_at=now
+                )
+            )
         return _user_info(user, workspace.id)
 
 
@@ -139,14 +119,4 @@ def _valid_user_name(name: object) -> str:
 def _user_info(user: User, workspace_id: int) -> UserInfo:
     return UserInfo(
         id=user.id, name=user.name, workspace_id=workspace_id, created_at=user.created_at
-    )
-
-
-def _workspace_info(row: Workspace) -> WorkspaceInfo:
-    return WorkspaceInfo(
-        id=row.id,
-        name=row.name,
-        workspace_type=row.workspace_type,
-        owner_id=row.owner_id,
-        created_at=row.created_at,
     )

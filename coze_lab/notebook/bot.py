@@ -47,6 +47,7 @@ class Bot:
         history_rounds: int = 10,
         studio: StudioClient | None = None,
         host: Any = None,
+        space: str | int | None = None,
     ) -> None:
         self.name = name
         self.prompt = prompt
@@ -59,15 +60,19 @@ class Bot:
         self.history_rounds = history_rounds
         #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
         self._studio = studio if studio is not None else None if host is None else host.studio
+        #: the space the bot lives in (a name or id; None: the transport's own space)
+        self.space = space
         self._id: int | None = None
         self.conversation_id: int | None = None
 
     @property
     def studio(self) -> StudioClient:
-        if self._studio is None:
+        if self._studio is None or self.space is not None:
             from coze_lab.notebook.connect import current
 
-            self._studio = current()
+            base = self._studio if self._studio is not None else current()
+            self._studio = base if self.space is None else base.space(self.space)
+            self.space = None  # resolved: the transport works in it now
         return self._studio
 
     @property

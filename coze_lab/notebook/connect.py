@@ -37,21 +37,36 @@ def connect(
     *,
     servers: Iterable[dict[str, Any]] | None = None,
     environ: dict[str, str] | None = None,
+    space: str | int | None = None,
 ) -> Studio:
     """Connect to the studio API and remember the connection for ``wf.run()`` and widgets.
+
+    ``space`` (a space's name or id) makes the connection work in a team space: ``cl.Bot``,
+    ``wf.publish()``, ``wf.run()`` and ``cl.Plugin`` then list and create there.
 
     >>> import coze_lab as cl
     >>> studio = cl.connect()                                       # doctest: +SKIP
     >>> studio = cl.connect("http://hub:8765", "pat_...")           # doctest: +SKIP
     >>> studio.me()["name"]                                         # doctest: +SKIP
     'alice'
+    >>> [s["name"] for s in studio.spaces()]                        # doctest: +SKIP
+    ['Personal', 'team-a']
+    >>> team = cl.connect(space="team-a")                           # doctest: +SKIP
     """
     global _current
     env = dict(os.environ if environ is None else environ)
     studio = _discover(url, token, servers, env)
     studio.me()  # fail here, with a clear message, rather than at the first real call
+    if space is not None:
+        studio = studio.space(space)
     _current = studio
     return studio
+
+
+def in_space(studio: Studio | None, space: str | int | None) -> Studio:
+    """``studio`` (or the current connection) working in ``space`` when one is named."""
+    base = studio if studio is not None else current()
+    return base if space is None else base.space(space)
 
 
 def current() -> Studio:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -144,7 +144,8 @@ class StudioClient:
     ``coze-lab serve``); ``token`` a Jupyter/JupyterHub token or a personal access token
     (``pat_...``, sent as ``Bearer``). ``page_base`` is the Jupyter base path the browser
     uses for the same server (widgets then call it directly), ``None`` when the page cannot
-    reach this server.
+    reach this server. ``space_id`` is the space the client works in (``studio.space()``):
+    what it lists and creates is that space's; None: the personal space.
 
     >>> studio = cl.connect()                       # doctest: +SKIP
     >>> [w["name"] for w in studio.workflows()]     # doctest: +SKIP
@@ -159,10 +160,14 @@ class StudioClient:
         page_base: str | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
+        space_id: str | None = None,
     ) -> None:
         self.url = url if url.endswith("/") else url + "/"
         self.token = token
         self.page_base = page_base
+        self.space_id = space_id
+        self._transport = transport
+        self._timeout = timeout
         headers = {"Accept": "application/json"}
         if token:
             scheme = "Bearer" if token.startswith("pat_") else "token"
@@ -172,7 +177,8 @@ class StudioClient:
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
+        where = f", space_id={self.space_id!r}" if self.space_id else ""
+        return f"{type(self).__name__}({self.url!r}{where})"
 
     def close(self) -> None:
         self._http.close()
@@ -182,8 +188,13 @@ class StudioClient:
         self, method: str, path: str, body: Any = None, *, envelope: bool = False, **params: Any
     ) -> Any:
         """Call ``coze_lab/api/<path>`` and return the envelope's ``data`` (or, with
-        ``envelope``, the whole body: some answers put a field beside ``data``)."""
+        ``envelope``, the whole body: some answers put a field beside ``data``).
+
+        The client's space goes along as ``space_id`` (lists and creates honour it; the
+        other endpoints ignore it: an object knows its space)."""
         query = {k: v for k, v in params.items() if v is not None}
+        if self.space_id and "space_id" not in query:
+            query["space_id"] = self.space_id
         try:
             response = self._http.request(
                 method, "/" + path.lstrip("/"), json=body, params=query or None
@@ -228,6 +239,71 @@ class StudioClient:
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "health")
+
+    # ---- spaces -----------------------------------------------------------------------
+    def spaces(self) -> list[dict[str, Any]]:
+        """Your spaces: ``[{id, name, workspace_type, role, ...}]`` (personal and team)."""
+        return self.request("GET", "spaces")["spaces"]
+
+    def space(self, ref: str | int) -> Self:
+        """A client of the same server working in one of your spaces, named by id, by name
+        or ``"personal"``: what it lists and creates (bots, workflows, plugins, tables) is
+        that space's.
+
+        >>> team = studio.space("team-a")                 # doctest: +SKIP
+        >>> team.create_bot(name="helper")                # doctest: +SKIP
+        """
+        found = self._find_space(ref)
+        return type(self)(
+            self.url,
+            self.token,
+            page_base=self.page_base,
+            transport=self._transport,
+            timeout=self._timeout,
+            space_id=None if found["workspace_type"] == "personal" else found["id"],
+        )
+
+    def create_space(self, name: str) -> Self:
+        """A new team space (you are its owner), and a client working in it."""
+        made = self.request("POST", "spaces", {"name": name})
+        return self.space(made["id"])
+
+    def members(self) -> list[dict[str, Any]]:
+        """The members of this client's space: ``[{user_id, name, role, joined_at}]``."""
+        return self.request("GET", f"spaces/{self._space()}/members")["members"]
+
+    def add_member(self, name: str, role: str = "member") -> dict[str, Any]:
+        """Add a user (by name) to this client's team space as ``member`` or ``admin``."""
+        return self.request("POST", f"spaces/{self._space()}/members", {"name": name, "role": role})
+
+    def remove_member(self, user: str | int) -> None:
+        """Remove a member (by name or user id); removing yourself leaves the space."""
+        ident = str(user)
+        if not ident.isdigit():
+            match = [m for m in self.members() if m["name"] == ident]
+            if not match:
+                raise studio_error(4200, f"{ident} is not a member of this space", 404)
+            ident = match[0]["user_id"]
+        self.request("DELETE", f"spaces/{self._space()}/members/{ident}")
+
+    def _space(self) -> str:
+        return self.space_id or str(self.me()["workspace_id"])
+
+    def _find_space(self, ref: str | int) -> dict[str, Any]:
+        spaces = self.spaces()
+        ref = str(ref)
+        if ref.isdigit():
+            found = [s for s in spaces if s["id"] == ref]
+        elif ref == "personal":
+            found = [s for s in spaces if s["workspace_type"] == "personal"]
+        else:
+            found = [s for s in spaces if s["name"] == ref]
+        if not found:
+            raise studio_error(4200, f"you are in no space {ref!r}", 404)
+        if len(found) > 1:
+            ids = ", ".join(s["id"] for s in found)
+            raise studio_error(4000, f"several of your spaces are called {ref!r} ({ids})", 400)
+        return found[0]
 
     # ---- workflows and runs -----------------------------------------------------------
     def workflows(self) -> list[dict[str, Any]]:

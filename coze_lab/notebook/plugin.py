@@ -43,9 +43,11 @@ class Plugin:
         manifest: dict[str, Any] | None = None,
         server_url: str | None = None,
         credentials: dict[str, str] | None = None,
+        space: str | int | None = None,
     ) -> Plugin:
-        """Import an OpenAPI 3 document: a dict, a file path, an http(s) URL or the text."""
-        studio = _studio()
+        """Import an OpenAPI 3 document: a dict, a file path, an http(s) URL or the text,
+        into ``space`` (a team space's name or id; default: the connection's space)."""
+        studio = _studio(space)
         kwargs: dict[str, Any] = {
             "manifest": manifest,
             "server_url": server_url,
@@ -68,8 +70,9 @@ class Plugin:
         return cls(plugin_info(studio.request("GET", f"plugins/{int(plugin_id)}")), studio)
 
     @classmethod
-    def list(cls) -> list[Plugin]:
-        studio = _studio()
+    def list(cls, *, space: str | int | None = None) -> list[Plugin]:
+        """The plugins of ``space`` (default: the connection's space)."""
+        studio = _studio(space)
         return [cls(plugin_info(p), studio) for p in studio.request("GET", "plugins")["plugins"]]
 
     @property
@@ -136,10 +139,10 @@ class Plugin:
         return f"Plugin({self.name!r}, id={self.id}, tools={list(self.tools)})"
 
 
-def _studio() -> StudioClient:
-    from coze_lab.notebook.connect import current
+def _studio(space: str | int | None = None) -> StudioClient:
+    from coze_lab.notebook.connect import in_space
 
-    return current()
+    return in_space(None, space)
 
 
 def plugin_info(data: dict[str, Any]) -> PluginInfo:

@@ -36,14 +36,15 @@ class Workflow(WorkflowDefinition):
 
         return default_host().run(self.validate(), inputs)
 
-    def publish(self) -> dict[str, Any]:
+    def publish(self, *, space: str | int | None = None) -> dict[str, Any]:
         """Save this definition as the stored workflow's draft and publish it on the server
-        ``cl.connect()`` found; the result names the workflow id (the ``workflow_id`` of the
+        ``cl.connect()`` found, in ``space`` (a team space's name or id; default: the
+        connection's space); the result names the workflow id (the ``workflow_id`` of the
         Coze API) and the new version number.
         """
-        from coze_lab.notebook.connect import current
+        from coze_lab.notebook.connect import in_space
 
-        saved = current().save_workflow(self.to_json(), publish=True)
+        saved = in_space(None, space).save_workflow(self.to_json(), publish=True)
         return {
             "workflow_id": saved["id"],
             "version": saved["published_version"],

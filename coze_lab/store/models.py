@@ -1,4 +1,9 @@
-"""ORM models. Every table but ``users`` has an owner column; services filter on it."""
+"""ORM models. Every table but ``users`` has an owner column; services filter on it.
+
+The shared kinds (bots, workflows, plugins, user tables) also carry the space they belong
+to (``space_id``; bots call it ``workspace_id`` as Coze does): who may read them is decided
+by ``coze_lab.core.spaces`` from ``space_members``, not by the owner column, which names
+the member who made the object."""
 
 from __future__ import annotations
 
@@ -35,6 +40,24 @@ class Workspace(Base):
         Index("ix_workspaces_owner_type", "owner_id", "workspace_type"),
         Index("ix_workspaces_owner_id_id", "owner_id", "id"),
     )
+
+
+class SpaceMember(Base):
+    """A user's membership of a workspace with a role (owner, admin, member); a personal
+    workspace has exactly one member, its owner."""
+
+    __tablename__ = "space_members"
+
+    space_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_space_members_user_space", "user_id", "space_id"),)
 
 
 class PersonalAccessToken(Base):
@@ -75,6 +98,7 @@ class WorkflowRecord(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int]
     name: Mapped[str] = mapped_column(String(255))
     description: Mapped[str] = mapped_column(String(2000), default="")
     draft: Mapped[dict] = mapped_column(JSON)
@@ -82,7 +106,8 @@ class WorkflowRecord(Base):
     updated_at: Mapped[datetime]
 
     __table_args__ = (
-        Index("ux_workflows_owner_name", "owner_id", "name", unique=True),
+        Index("ux_workflows_space_name", "space_id", "name", unique=True),
+        Index("ix_workflows_space_id_id", "space_id", "id"),
         Index("ix_workflows_owner_id_id", "owner_id", "id"),
     )
 
@@ -217,7 +242,10 @@ class BotRecord(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
-    __table_args__ = (Index("ix_bots_owner_updated_id", "owner_id", "updated_at", "id"),)
+    __table_args__ = (
+        Index("ix_bots_owner_updated_id", "owner_id", "updated_at", "id"),
+        Index("ix_bots_space_updated_id", "workspace_id", "updated_at", "id"),
+    )
 
 
 class BotVersion(Base):
@@ -356,6 +384,7 @@ class PluginRecord(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int]
     name: Mapped[str] = mapped_column(String(255))
     description: Mapped[str] = mapped_column(Text)
     manifest: Mapped[dict] = mapped_column(JSON)
@@ -365,7 +394,10 @@ class PluginRecord(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
-    __table_args__ = (Index("ix_plugins_owner_id_id", "owner_id", "id"),)
+    __table_args__ = (
+        Index("ix_plugins_owner_id_id", "owner_id", "id"),
+        Index("ix_plugins_space_id_id", "space_id", "id"),
+    )
 
 
 class PluginTool(Base):
@@ -465,13 +497,14 @@ class PluginCall(Base):
 
 
 class UserTable(Base):
-    """A user's own table (Coze's database memory): its fields; the rows live in two real
-    tables, ``ut_<id>_draft`` and ``ut_<id>_online``."""
+    """A table of a space (Coze's database memory): its fields; the rows live in two real
+    tables, ``ut_<id>_draft`` and ``ut_<id>_online``, each row private to its user."""
 
     __tablename__ = "user_tables"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int]
     bot_id: Mapped[int | None] = mapped_column(
         ForeignKey("bots.id", ondelete="SET NULL"), nullable=True
     )
@@ -483,4 +516,7 @@ class UserTable(Base):
     updated_at: Mapped[datetime]
     published_at: Mapped[datetime | None]
 
-    __table_args__ = (Index("ux_user_tables_owner_name", "owner_id", "name", unique=True),)
+    __table_args__ = (
+        Index("ux_user_tables_space_name", "space_id", "name", unique=True),
+        Index("ix_user_tables_owner_id_id", "owner_id", "id"),
+    )

@@ -25,6 +25,7 @@ from coze_lab.core.errors import (
     Unauthenticated,
 )
 from coze_lab.core.identity import UserInfo
+from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
 from coze_lab.core.tokens import Principal
 from coze_lab.services import Runtime
@@ -190,6 +191,12 @@ class CozeHandler(web.RequestHandler):
     def connector(self) -> str:
         """The connector of an OpenAPI request: the token's binding, else the API (1024)."""
         return self.principal().connector_id or connectors.API
+
+    def space_query(self, name: str = "space_id") -> int | None:
+        """The space a list or a create names (``?space_id=``); None: the personal one.
+        Whether the caller belongs to it is the service's to check."""
+        raw = self.get_query_argument(name, None)
+        return None if raw in (None, "") else parse_id(raw, name)
 
     def studio_user(self) -> UserInfo:
         """The user of a studio API request; the Jupyter base answers with Jupyter's identity."""

@@ -94,7 +94,14 @@ from coze_lab.web.handlers.workflows import (
     WorkflowStreamResumeHandler,
     WorkflowStreamRunHandler,
 )
-from coze_lab.web.handlers.workspaces import WorkspacesHandler
+from coze_lab.web.handlers.workspaces import (
+    SpaceHandler,
+    SpaceMemberHandler,
+    SpaceMembersHandler,
+    SpacesHandler,
+    WorkspaceMembersHandler,
+    WorkspacesHandler,
+)
 
 #: the areas of the API: Coze-compatible (``/v1``, ``/v3``: personal access tokens),
 #: the studio's own (``/coze_lab/api``) and public pages (no authentication)
@@ -207,6 +214,76 @@ ROUTES: tuple[Route, ...] = (
                     },
                 },
                 query=(("page_num", "integer", False), ("page_size", "integer", False)),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workspaces/{workspace_id}/members",
+        WorkspaceMembersHandler,
+        COZE,
+        ops=(
+            Op(
+                "get",
+                "A page of the workspace's members (any member may list them)",
+                "workspaces",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "items": s.WORKSPACE_MEMBER},
+                        "total_count": {"type": "integer"},
+                    },
+                },
+                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+            ),
+            Op(
+                "post",
+                "Add members to a team workspace (owners and admins)",
+                "workspaces",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "added_success_user_ids": s.ID_LIST,
+                        "invited_success_user_ids": s.ID_LIST,
+                        "not_exist_user_ids": s.ID_LIST,
+                        "already_joined_user_ids": s.ID_LIST,
+                        "already_invited_user_ids": s.ID_LIST,
+                    },
+                },
+                body={
+                    "type": "object",
+                    "required": ["users"],
+                    "properties": {
+                        "users": {
+                            "type": "array",
+                            "maxItems": 20,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "user_id": s.ID,
+                                    "role_type": {"enum": ["admin", "member"]},
+                                },
+                            },
+                        }
+                    },
+                },
+            ),
+            Op(
+                "delete",
+                "Remove members (owners and admins; anyone may remove themselves)",
+                "workspaces",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "removed_success_user_ids": s.ID_LIST,
+                        "not_in_workspace_user_ids": s.ID_LIST,
+                        "owner_not_support_remove_user_ids": s.ID_LIST,
+                    },
+                },
+                body={
+                    "type": "object",
+                    "required": ["user_ids"],
+                    "properties": {"user_ids": {"type": "array", "maxItems": 5, "items": s.ID}},
+                },
             ),
         ),
     ),
@@ -695,6 +772,83 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/coze_lab/api/spaces",
+        SpacesHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Your spaces (personal and team) and your role in each",
+                "spaces",
+                data={
+                    "type": "object",
+                    "properties": {"spaces": {"type": "array", "items": s.SPACE}},
+                },
+            ),
+            Op(
+                "post",
+                "Create a team space (you are its owner)",
+                "spaces",
+                data=s.SPACE,
+                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/spaces/{space_id}",
+        SpaceHandler,
+        STUDIO,
+        ops=(
+            Op("get", "A space and your role in it", "spaces", data=s.SPACE),
+            Op(
+                "put",
+                "Rename a team space (owner, admins)",
+                "spaces",
+                data=s.SPACE,
+                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+            ),
+            Op("delete", "Delete an empty team space (owner)", "spaces"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/spaces/{space_id}/members",
+        SpaceMembersHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The space's members",
+                "spaces",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "members": {"type": "array", "items": s.MEMBER},
+                        "total": {"type": "integer"},
+                    },
+                },
+            ),
+            Op(
+                "post",
+                "Add a user by name (owner, admins; 4201 if a member already)",
+                "spaces",
+                data=s.MEMBER,
+                body={
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": s.STR, "role": {"enum": ["admin", "member"]}},
+                },
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/spaces/{space_id}/members/{user_id}",
+        SpaceMemberHandler,
+        STUDIO,
+        ops=(Op("delete", "Remove a member (owner, admins; or yourself: leave)", "spaces"),),
+    ),
+    Route(
         "/coze_lab/api/tokens",
         TokensHandler,
         STUDIO,
@@ -745,13 +899,14 @@ ROUTES: tuple[Route, ...] = (
         WorkflowsHandler,
         STUDIO,
         ops=(
-            Op("get", "Your workflows", "studio"),
+            Op("get", "A space's workflows (default: personal)", "studio", query=s.SPACE_Q),
             Op(
                 "post",
                 "Save a definition as the draft (upsert by name); publish=true also publishes",
                 "studio",
                 body=s.OBJ,
                 status=201,
+                query=s.SPACE_Q,
             ),
         ),
     ),
@@ -854,8 +1009,16 @@ ROUTES: tuple[Route, ...] = (
         StudioBotsHandler,
         STUDIO,
         ops=(
-            Op("get", "Your bots (drafts)", "studio"),
-            Op("post", "Create a bot", "studio", data=s.BOT, body=s.BOT_BODY, status=201),
+            Op("get", "A space's bots (drafts; default: personal)", "studio", query=s.SPACE_Q),
+            Op(
+                "post",
+                "Create a bot",
+                "studio",
+                data=s.BOT,
+                body=s.BOT_BODY,
+                status=201,
+                query=s.SPACE_Q,
+            ),
         ),
     ),
     Route(
@@ -967,11 +1130,12 @@ ROUTES: tuple[Route, ...] = (
         TablesHandler,
         STUDIO,
         ops=(
-            Op("get", "Your user tables", "studio"),
+            Op("get", "A space's user tables (default: personal)", "studio", query=s.SPACE_Q),
             Op(
                 "post",
                 "Create a user table (real SQL)",
                 "studio",
+                query=s.SPACE_Q,
                 body={
                     "type": "object",
                     "required": ["name", "fields"],
@@ -1072,8 +1236,9 @@ ROUTES: tuple[Route, ...] = (
         ops=(
             Op(
                 "get",
-                "Your plugins",
+                "A space's plugins (default: personal)",
                 "plugins",
+                query=s.SPACE_Q,
                 data={
                     "type": "object",
                     "properties": {"plugins": {"type": "array", "items": s.PLUGIN}},
@@ -1083,6 +1248,7 @@ ROUTES: tuple[Route, ...] = (
                 "post",
                 "Import a plugin from an OpenAPI 3.0/3.1 document and a manifest",
                 "plugins",
+                query=s.SPACE_Q,
                 data=s.PLUGIN,
                 body=s.PLUGIN_SOURCE,
                 status=201,

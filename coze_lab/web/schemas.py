@@ -30,6 +30,40 @@ WORKSPACE = {
         "enterprise_id": {"type": "string"},
     },
 }
+ROLE = {"enum": ["owner", "admin", "member"]}
+#: the studio's ``?space_id=`` of lists and creates (default: the personal space)
+SPACE_Q = (("space_id", "string", False),)
+WORKSPACE_MEMBER = {
+    "type": "object",
+    "properties": {
+        "user_id": ID,
+        "role_type": ROLE,
+        "user_nickname": {"type": "string"},
+        "user_unique_name": {"type": "string"},
+        "avatar_url": {"type": "string"},
+    },
+}
+ID_LIST = {"type": "array", "items": ID}
+SPACE = {
+    "type": "object",
+    "properties": {
+        "id": ID,
+        "name": {"type": "string"},
+        "workspace_type": {"enum": ["personal", "team"]},
+        "role": ROLE,
+        "owner_id": ID,
+        "created_at": {"type": "integer"},
+    },
+}
+MEMBER = {
+    "type": "object",
+    "properties": {
+        "user_id": ID,
+        "name": {"type": "string"},
+        "role": ROLE,
+        "joined_at": {"type": "integer"},
+    },
+}
 TOKEN = {
     "type": "object",
     "properties": {

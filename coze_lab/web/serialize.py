@@ -14,9 +14,10 @@ from coze_lab.core.clock import to_unix
 from coze_lab.core.conversations import ConversationInfo, MessageInfo
 from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.files import FileInfo
-from coze_lab.core.identity import UserInfo, WorkspaceInfo
+from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
 from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.core.spaces import MemberInfo, SpaceInfo
 from coze_lab.core.tokens import TokenInfo
 from coze_lab.core.usage import UserUsage
 from coze_lab.core.workflows import events as wf_events
@@ -42,14 +43,48 @@ def file_info(info: FileInfo) -> dict[str, Any]:
     }
 
 
-def workspace(info: WorkspaceInfo) -> dict[str, Any]:
+def workspace(info: SpaceInfo) -> dict[str, Any]:
+    """Coze's Workspace: ``role_type`` is the caller's role in it."""
     return {
         "id": str(info.id),
         "name": info.name,
         "icon_url": "",
-        "role_type": "owner",
+        "role_type": info.role.value,
         "workspace_type": info.workspace_type,
         "enterprise_id": "",
+    }
+
+
+def workspace_member(info: MemberInfo) -> dict[str, Any]:
+    """Coze's WorkspaceMember (``/v1/workspaces/{id}/members``)."""
+    return {
+        "user_id": str(info.user_id),
+        "role_type": info.role.value,
+        "user_nickname": info.name,
+        "user_unique_name": info.name,
+        "avatar_url": "",
+    }
+
+
+def space(info: SpaceInfo) -> dict[str, Any]:
+    """A space in the studio API (the sidebar's picker, ``studio.spaces()``)."""
+    return {
+        "id": str(info.id),
+        "name": info.name,
+        "workspace_type": info.workspace_type,
+        "role": info.role.value,
+        "owner_id": str(info.owner_id),
+        "created_at": to_unix(info.created_at),
+    }
+
+
+def member(info: MemberInfo) -> dict[str, Any]:
+    """A member in the studio API."""
+    return {
+        "user_id": str(info.user_id),
+        "name": info.name,
+        "role": info.role.value,
+        "joined_at": to_unix(info.joined_at),
     }
 
 
@@ -186,6 +221,8 @@ def workflow(info: WorkflowInfo) -> dict[str, Any]:
         "description": info.description,
         "published_version": info.published_version,
         "definition": info.draft,
+        "space_id": str(info.space_id),
+        "owner_id": str(info.owner_id),
         "created_at": to_unix(info.created_at),
         "updated_at": to_unix(info.updated_at),
     }
@@ -204,6 +241,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
         "update_time": to_unix(info.updated_at),
         "version": str(info.version) if info.version is not None else "",
         "owner_user_id": str(info.owner_id),
+        "space_id": str(info.workspace_id),
         "bot_mode": 0,
         "prompt_info": {"prompt": config.prompt},
         "onboarding_info": {
@@ -325,6 +363,7 @@ def table(info: TableInfo) -> dict[str, Any]:
         if info.online_fields is None
         else [f.to_dict() for f in info.online_fields],
         "published": info.online_fields is not None,
+        "space_id": str(info.space_id),
     }
 
 
@@ -435,6 +474,8 @@ def plugin(info: PluginInfo, *, full: bool = False) -> dict[str, Any]:
         "server_url": info.server_url,
         "online_version": info.online_version,
         "auth": info.auth,
+        "space_id": str(info.space_id),
+        "owner_id": str(info.owner_id),
         "tools": [
             {
                 "id": str(t.id),

@@ -7,6 +7,7 @@ import { Message } from '@lumino/messaging';
 import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { cozeIcon } from './icons';
+import { SpacePicker, onSpaceChanged } from './space';
 import { ICozeLabPanel, ICozeLabSidebar } from './tokens';
 
 /** DOM id of the sidebar (also its `data-testid`). */
@@ -41,6 +42,12 @@ export class CozeLabSidebar extends SidePanel implements ICozeLabSidebar {
       }
     });
     this.toolbar.addItem('refresh', refresh);
+    // the space whose bots and workflows the sections show (personal by default)
+    this._picker = new SpacePicker();
+    this.toolbar.addItem('space', this._picker);
+    onSpaceChanged(() => {
+      void Promise.all(this._panels.map(panel => panel.refresh()));
+    });
   }
 
   addPanel(panel: ICozeLabPanel, options: { rank?: number } = {}): void {
@@ -68,6 +75,7 @@ export class CozeLabSidebar extends SidePanel implements ICozeLabSidebar {
   }
 
   async refresh(): Promise<void> {
+    await this._picker.refresh();
     await Promise.all(this._panels.map(panel => panel.refresh()));
   }
 
@@ -76,6 +84,7 @@ export class CozeLabSidebar extends SidePanel implements ICozeLabSidebar {
     void this.refresh();
   }
 
+  private _picker: SpacePicker;
   private _panels: ICozeLabPanel[] = [];
   private _ranks: number[] = [];
 }

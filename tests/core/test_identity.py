@@ -12,7 +12,7 @@ def test_ensure_user_creates_once_with_a_personal_workspace(runtime: Runtime) ->
     alice = runtime.identity.ensure_user("alice")
     again = runtime.identity.ensure_user("alice")
     assert again == alice
-    workspaces, total = runtime.identity.list_workspaces(alice.id)
+    workspaces, total = runtime.spaces.list(alice.id)
     assert total == 1
     assert workspaces[0].id == alice.workspace_id
     assert workspaces[0].workspace_type == "personal"
@@ -23,14 +23,14 @@ def test_users_are_distinct(runtime: Runtime) -> None:
     alice = runtime.identity.ensure_user("alice")
     bob = runtime.identity.ensure_user("bob")
     assert alice.id != bob.id and alice.workspace_id != bob.workspace_id
-    assert runtime.identity.list_workspaces(bob.id)[0][0].id == bob.workspace_id
+    assert runtime.spaces.list(bob.id)[0][0].id == bob.workspace_id
 
 
 def test_concurrent_first_sight_makes_one_user(runtime: Runtime) -> None:
     with ThreadPoolExecutor(8) as pool:
         users = list(pool.map(lambda _: runtime.identity.ensure_user("carol"), range(16)))
     assert len({u.id for u in users}) == 1
-    assert runtime.identity.list_workspaces(users[0].id)[1] == 1
+    assert runtime.spaces.list(users[0].id)[1] == 1
 
 
 @pytest.mark.parametrize("name", ["", "   ", "a\nb", "x" * 256, None, 42])
@@ -48,10 +48,10 @@ def test_unknown_user_is_not_found(runtime: Runtime) -> None:
 def test_workspace_paging_is_validated(runtime: Runtime, page_num: int, page_size: int) -> None:
     alice = runtime.identity.ensure_user("alice")
     with pytest.raises(InvalidParameter):
-        runtime.identity.list_workspaces(alice.id, page_num=page_num, page_size=page_size)
+        runtime.spaces.list(alice.id, page_num=page_num, page_size=page_size)
 
 
 def test_workspace_second_page_is_empty(runtime: Runtime) -> None:
     alice = runtime.identity.ensure_user("alice")
-    items, total = runtime.identity.list_workspaces(alice.id, page_num=2, page_size=1)
+    items, total = runtime.spaces.list(alice.id, page_num=2, page_size=1)
     assert items == [] and total == 1

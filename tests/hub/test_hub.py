@@ -404,3 +404,159 @@ def test_a_revoked_hub_token_stops_working_within_the_cache_time(hub: Hub) -> No
         status = httpx.get(url, headers=headers, timeout=30).status_code
         time.sleep(0.2)
     assert status == 401, f"still accepted {time.monotonic() - revoked:.1f} s after revocation"
+
+
+# ---- team spaces ----------------------------------------------------------------------------
+@dataclass
+class TeamSpace:
+    id: str
+    bot: str  # alice's bot in the team space, published to the API
+    private_bot: str  # alice's bot in her personal space
+    conversation: str  # alice's conversation with the team bot
+
+
+#: a plugin of the team space (never called: the sidebar lists it)
+TEAM_API = {
+    "openapi": "3.0.0",
+    "info": {"title": "team api", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9/"}],
+    "paths": {
+        "/ping": {
+            "get": {
+                "operationId": "ping",
+                "summary": "Ping",
+                "responses": {"200": {"description": "ok"}},
+            }
+        }
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def team_space(hub: Hub) -> TeamSpace:
+    """alice (through the service, with her hub token) makes ``data-team``, adds bob and
+    publishes a bot there; she also chats with it and keeps a bot of her own."""
+    made = hub.as_user("alice", "POST", SERVICE + "coze_lab/api/spaces", json={"name": "data-team"})
+    assert made.status_code == 201, made.text
+    team = made.json()["data"]["id"]
+    added = hub.as_user(
+        "alice", "POST", SERVICE + f"coze_lab/api/spaces/{team}/members", json={"name": "bob"}
+    )
+    assert added.status_code == 201, added.text
+    alice = hub.coze(hub.tokens["alice"])
+    bot = make_bot(alice, team, "team helper")
+    _, conversation = chat(alice, bot, "team plans")
+    plugin = hub.as_user(
+        "alice",
+        "POST",
+        SERVICE + f"coze_lab/api/plugins?space_id={team}",
+        json={"openapi": TEAM_API, "manifest": {"name_for_model": "team_api"}},
+    )
+    assert plugin.status_code == 201, plugin.text
+    return TeamSpace(team, bot, make_bot(alice, space(alice), "alice's own"), conversation)
+
+
+def test_a_member_chats_with_the_team_bot_from_the_kernel_and_with_cozepy(
+    hub: Hub, team_space: TeamSpace
+) -> None:
+    out = run_in_kernel(
+        hub,
+        "bob",
+        "import json, coze_lab as cl\n"
+        "studio = cl.connect()\n"
+        "team = studio.space('data-team')\n"
+        "bots = [b['name'] for b in team.bots()]\n"
+        f"events = list(team.chat_stream({team_space.bot!r}, 'hello team'))\n"
+        "answer = ''.join(e.data.get('content', '') for e in events\n"
+        "                 if e.event == 'conversation.message.delta')\n"
+        "print(json.dumps({'spaces': sorted(s['name'] for s in studio.spaces()),\n"
+        "                  'bots': bots, 'answer': answer,\n"
+        "                  'members': sorted(m['name'] for m in team.members())}))\n",
+    )
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["spaces"] == ["Personal", "data-team"]
+    assert result["bots"] == ["team helper"]
+    assert result["members"] == ["alice", "bob"]
+    assert result["answer"] == "[demo model] You said: hello team"
+
+    made = hub.as_user("bob", "POST", SERVICE + "coze_lab/api/tokens", json={"name": "team"})
+    pat = made.json()["data"]["token"]
+    bob = hub.coze(pat)
+    answer, bobs_conversation = chat(bob, team_space.bot, "via my PAT")
+    assert answer == "[demo model] You said: via my PAT"
+    assert team_space.id in {w.id for w in bob.workspaces.list()}
+    # still nothing of alice's own: her personal bot, her conversation with the team bot
+    for call in (
+        lambda: bob.bots.retrieve(bot_id=team_space.private_bot),
+        lambda: bob.conversations.messages.list(conversation_id=team_space.conversation),
+    ):
+        with pytest.raises(CozeAPIError) as caught:
+            call()
+        assert caught.value.code == 4200
+    # nor does alice see bob's conversation with the team's bot
+    with pytest.raises(CozeAPIError) as caught:
+        hub.coze(hub.tokens["alice"]).conversations.messages.list(conversation_id=bobs_conversation)
+    assert caught.value.code == 4200
+
+
+def test_the_sidebar_space_picker_under_the_hub(hub: Hub, team_space: TeamSpace) -> None:
+    """bob signs in through the hub in Chromium; the sidebar's space picker shows the team
+    space and scopes the bots list to it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.web.test_sidebar_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            page.goto(hub.url + "hub/login", wait_until="load")
+            page.fill("input[name=username]", "bob")
+            page.fill("input[name=password]", "any")
+            page.click("input[type=submit], button[type=submit]")
+            page.wait_for_url("**/user/bob/**", timeout=120_000)
+            page.goto(hub.url + "user/bob/lab/workspaces/spaces", wait_until="load")
+            tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="coze-lab-sidebar"]')
+            expect(tab).to_be_visible(timeout=90_000)
+            sidebar = page.get_by_test_id("coze-lab-sidebar")
+            deadline = time.monotonic() + 30
+            while not sidebar.is_visible():
+                assert time.monotonic() < deadline, "the Coze Lab sidebar did not open"
+                tab.click()
+                page.wait_for_timeout(1000)
+            picker = page.get_by_test_id("coze-lab-space")
+            expect(picker.locator("option")).to_have_count(2, timeout=60_000)
+            bots = page.get_by_test_id("coze-lab-bot-list")
+            plugins = page.get_by_test_id("coze-lab-plugin-list")
+            expect(bots).not_to_contain_text("team helper")  # personal: bob's own bots
+            expect(plugins).not_to_contain_text("team api")
+            picker.select_option(label="data-team (member)")
+            expect(bots).to_contain_text("team helper", timeout=30_000)
+            expect(plugins).to_contain_text("team api", timeout=30_000)
+            page.screenshot(path=str(ARTIFACTS / "hub-space-picker.png"))
+        finally:
+            browser.close()
+
+
+def test_a_removed_member_gets_404_on_the_next_request(hub: Hub, team_space: TeamSpace) -> None:
+    bob = hub.coze(hub.tokens["bob"])
+    assert bob.bots.retrieve(bot_id=team_space.bot).name == "team helper"
+    removed = hub.as_user(
+        "alice",
+        "DELETE",
+        SERVICE
+        + f"coze_lab/api/spaces/{team_space.id}/members/"
+        + hub.as_user("bob", "GET", SERVICE + "coze_lab/api/me").json()["data"]["id"],
+    )
+    assert removed.status_code == 200, removed.text
+    with pytest.raises(CozeAPIError) as caught:
+        bob.bots.retrieve(bot_id=team_space.bot)
+    assert caught.value.code == 4200
+    with pytest.raises(CozeAPIError) as caught:
+        chat(bob, team_space.bot, "still in?")
+    assert caught.value.code == 4200
+    gone = hub.as_user("bob", "GET", f"user/bob/coze_lab/api/bots/{team_space.bot}")
+    assert gone.status_code == 404

@@ -34,12 +34,12 @@ from sqlalchemy import (
 from coze_lab.core.bots import BotService
 from coze_lab.core.chat import ChatStore
 from coze_lab.core.conversations import ConversationService
-from coze_lab.core.identity import IdentityService
 from coze_lab.core.ids import new_id
 from coze_lab.core.memory import TableService
 from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.plugins import PluginService
 from coze_lab.core.secrets import SecretBox
+from coze_lab.core.spaces import SpaceService
 from coze_lab.core.tokens import TokenService
 from coze_lab.core.workflows.run_store import RunStore
 from coze_lab.core.workflows.service import WorkflowService
@@ -94,16 +94,44 @@ def history(db_url: str) -> Iterator[dict[str, Any]]:
         def n(owner: int, count: int) -> range:
             return range(count * 10 if owner == subject else count)
 
+        personal = {
+            w["owner_id"]: w["id"]
+            for w in fill(
+                c,
+                m.Workspace.__table__,
+                [{"owner_id": u, "workspace_type": "personal"} for u in uids],
+            )
+        }
+        # a team space of u0 with the subject and a twentieth of the users as members
+        (team,) = fill(c, m.Workspace.__table__, [{"owner_id": uids[0], "workspace_type": "team"}])
+        team_members = {subject, *uids[::20]}
         fill(
             c,
-            m.Workspace.__table__,
-            [{"owner_id": u, "workspace_type": "personal"} for u in uids],
+            m.SpaceMember.__table__,
+            [{"space_id": w, "user_id": u, "role": "owner"} for u, w in personal.items()]
+            + [
+                {
+                    "space_id": team["id"],
+                    "user_id": u,
+                    "role": "owner" if u == uids[0] else "member",
+                }
+                for u in team_members
+            ],
         )
         fill(c, m.PersonalAccessToken.__table__, [{"user_id": u} for u in uids for _ in n(u, 3)])
         workflows = fill(
             c,
             m.WorkflowRecord.__table__,
-            [{"owner_id": u, "name": f"w{k}"} for u in uids for k in n(u, 2)],
+            [
+                {"owner_id": u, "space_id": personal[u], "name": f"w{k}"}
+                for u in uids
+                for k in n(u, 2)
+            ]
+            + [
+                {"owner_id": u, "space_id": team["id"], "name": f"team{u}-{k}"}
+                for u in team_members
+                for k in range(3)
+            ],
         )
         runs = fill(
             c,
@@ -131,7 +159,8 @@ def history(db_url: str) -> Iterator[dict[str, Any]]:
         bots = fill(
             c,
             m.BotRecord.__table__,
-            [{"owner_id": u, "workspace_id": 1} for u in uids for _ in n(u, 3)],
+            [{"owner_id": u, "workspace_id": personal[u]} for u in uids for _ in n(u, 3)]
+            + [{"owner_id": u, "workspace_id": team["id"]} for u in team_members for _ in range(3)],
         )
         fill(
             c,
@@ -180,7 +209,10 @@ def history(db_url: str) -> Iterator[dict[str, Any]]:
             ],
         )
         plugins = fill(
-            c, m.PluginRecord.__table__, [{"owner_id": u} for u in uids for _ in n(u, 1)]
+            c,
+            m.PluginRecord.__table__,
+            [{"owner_id": u, "space_id": personal[u]} for u in uids for _ in n(u, 1)]
+            + [{"owner_id": u, "space_id": team["id"]} for u in team_members for _ in range(2)],
         )
         first_plugin = next(p for p in plugins if p["owner_id"] == subject)
         fill(
@@ -196,8 +228,10 @@ def history(db_url: str) -> Iterator[dict[str, Any]]:
     table = tables.create(user, "notes", [{"name": "text", "type": "text"}])
     for k in range(30):
         tables.insert(user, table.id, "draft", {"text": f"n{k}"})
+    tables.create(user, "team_notes", [{"name": "text", "type": "text"}], space_id=team["id"])
     ids.update(
         user=user,
+        team=team["id"],
         workflow=next(w["id"] for w in workflows if w["owner_id"] == user),
         run=next(r["id"] for r in runs if r["owner_id"] == user),
         bot=next(b["id"] for b in bots if b["owner_id"] == user),
@@ -301,7 +335,13 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
     middle = pivot.items[len(pivot.items) // 2].id if pivot.items else 0
     return {
         "tokens": lambda: TokenService(db).list(user),
-        "workspaces": lambda: IdentityService(db).list_workspaces(user),
+        "workspaces": lambda: SpaceService(db).list(user),
+        "members of a space": lambda: SpaceService(db).members(user, ids["team"]),
+        "a bot (the access rule)": lambda: bots.get(user, ids["bot"]),
+        "bots of a team space": lambda: bots.list(user, ids["team"]),
+        "workflows of a team space": lambda: WorkflowService(db).list(user, space_id=ids["team"]),
+        "plugins of a team space": lambda: plugins.list(user, space_id=ids["team"]),
+        "tables of a team space": lambda: TableService(db).list(user, space_id=ids["team"]),
         "workflows": lambda: WorkflowService(db).list(user),
         "runs": lambda: runs.list(user, limit=20),
         "runs of a workflow": lambda: runs.list(user, workflow_id=ids["workflow"], limit=20),
@@ -327,7 +367,9 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
             user, conversation["connector_id"], conversation["id"], before_id=middle
         ),
         "chat messages": lambda: ChatStore(db, conversations).messages(ids["chat"]),
-        "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(NOW - timedelta(days=400)),
+        "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(
+            NOW - timedelta(days=400)
+        ),
         "plugins": lambda: plugins.list(user),
         "plugin calls": lambda: plugins.calls(user, ids["plugin"]),
         "tables": lambda: TableService(db).list(user),
@@ -382,9 +424,9 @@ def test_upgrade_indexes_the_rows_of_existing_user_tables(db_url: str) -> None:
         upgrade(db.engine, "0005")
         with db.write() as c:
             (owner,) = fill(c, m.User.__table__, [{"name": "old"}])
-            (table,) = fill(
-                c, m.UserTable.__table__, [{"owner_id": owner["id"], "name": "t", "fields": []}]
-            )
+            as_of_0005 = Table("user_tables", MetaData(), autoload_with=c)
+            as_of_0005.c.fields.type = JSON()  # MariaDB reflects JSON as LONGTEXT
+            (table,) = fill(c, as_of_0005, [{"owner_id": owner["id"], "name": "t", "fields": []}])
         old = Table(
             f"ut_{table['id']}_draft",
             MetaData(),
@@ -392,7 +434,7 @@ def test_upgrade_indexes_the_rows_of_existing_user_tables(db_url: str) -> None:
             Column("sys_uid", String(64), nullable=False, index=True),
         )
         old.create(db.engine)
-        assert upgrade(db.engine) == "0007"
+        assert upgrade(db.engine, "0007") == "0007"
         names = {i["name"] for i in inspect(db.engine).get_indexes(old.name)}
         assert f"ix_{old.name}_uid_id" in names and f"ix_{old.name}_sys_uid" not in names
         _downgrade(db, "0005")

@@ -15,6 +15,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound, NotPublished
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits, text
+from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
 
@@ -56,7 +57,9 @@ class ResolvedBot:
 
 
 class BotService:
-    """Create, edit, publish and resolve bots; every call is scoped to the owner.
+    """Create, edit, publish and resolve bots; every call is scoped to the spaces of the
+    calling user (``user_id``): a bot is visible to the members of its workspace, and
+    editable by those whose role allows it (``coze_lab.core.spaces``).
 
     ``check_workflow`` and ``check_plugin_tools`` let the service refuse ids the owner cannot
     use; ``plugin_versions`` freezes the online plugin versions into a published version.
@@ -86,13 +89,15 @@ class BotService:
 
     # ---- drafts ------------------------------------------------------------------------
     def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
+        """A new bot in ``workspace_id`` (one of the user's spaces), made by ``owner_id``."""
         name = self.limits.name(body.get("name"), "name")
         description = self.limits.description(body.get("description"), "description")
         icon_url = text(body.get("icon_url"), "icon_url", 1024)
         config = BotConfig.from_body(body, self.limits)
-        self._check(owner_id, config)
         now = self._clock()
         with self._db.transaction() as session:
+            Access.load(session, owner_id).require(workspace_id, Permission.EDIT)
+            self._check(workspace_id, config, session)
             row = BotRecord(
                 id=new_id(),
                 owner_id=owner_id,
@@ -111,9 +116,9 @@ class BotService:
     def update(self, owner_id: int, bot_id: int, body: Mapping[str, Any]) -> BotInfo:
         """Apply an update body to the draft only (published versions never change)."""
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, bot_id, lock=True)
+            row = self._editable(session, owner_id, bot_id)
             config = BotConfig.from_dict(row.draft).updated(body, self.limits)
-            self._check(owner_id, config, session)
+            self._check(row.workspace_id, config, session)
             if "name" in body:
                 row.name = self.limits.name(body["name"], "name")
             if "description" in body:
@@ -127,7 +132,7 @@ class BotService:
     def get(self, owner_id: int, bot_id: int, *, published: bool = False) -> BotInfo:
         """The draft, or with ``published`` the newest published version (404 if none)."""
         with self._db.reading() as session:
-            row = self._owned(session, owner_id, bot_id)
+            row = self._visible(session, owner_id, bot_id)
             info = self._info(session, row)
             if not published:
                 return info
@@ -141,17 +146,23 @@ class BotService:
     def list(
         self,
         owner_id: int,
+        space_id: int | None = None,
         *,
         publish_status: str = "all",
         connector_id: str | None = None,
         page_num: int = 1,
         page_size: int = 20,
     ) -> tuple[list[BotInfo], int]:
-        """One page of the owner's bots, newest first, and the total count."""
+        """One page of the bots of a space the user belongs to (None: the personal one),
+        newest first, and the total count."""
         if publish_status not in PUBLISH_STATUSES:
             raise InvalidParameter(f"publish_status must be one of {', '.join(PUBLISH_STATUSES)}")
-        query = select(BotRecord).where(BotRecord.owner_id == owner_id)
-        # correlated: each of the owner's bots is checked by primary key (no connector scan)
+        with self._db.reading() as session:
+            access = Access.load(session, owner_id)
+        space_id = access.space(space_id)
+        access.require(space_id, Permission.READ)
+        query = select(BotRecord).where(BotRecord.workspace_id == space_id)
+        # correlated: each of the space's bots is checked by primary key (no connector scan)
         published = exists().where(BotConnector.bot_id == BotRecord.id)
         if connector_id is not None:
             published = published.where(BotConnector.connector_id == connector_id)
@@ -173,7 +184,11 @@ class BotService:
 
     def delete(self, owner_id: int, bot_id: int) -> None:
         with self._db.transaction() as session:
-            session.delete(self._owned(session, owner_id, bot_id))
+            row = self._visible(session, owner_id, bot_id, lock=True)
+            Access.load(session, owner_id).require_delete(
+                row.workspace_id, row.owner_id, f"bot {bot_id}"
+            )
+            session.delete(row)
 
     # ---- publishing --------------------------------------------------------------------
     def publish(self, owner_id: int, bot_id: int, connector_ids: Sequence[str]) -> int:
@@ -182,9 +197,9 @@ class BotService:
         if not targets:
             raise InvalidParameter("connector_ids must name at least one connector")
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, bot_id, lock=True)
+            row = self._editable(session, owner_id, bot_id)
             config = BotConfig.from_dict(row.draft)
-            self._check(owner_id, config, session, publishing=True)
+            self._check(row.workspace_id, config, session)
             if self._plugin_versions is not None and config.plugin_tools:
                 pinned = self._plugin_versions(owner_id, [t.tool_id for t in config.plugin_tools])
                 config = replace(config, plugin_versions=pinned)
@@ -220,7 +235,7 @@ class BotService:
     def unpublish(self, owner_id: int, bot_id: int, connector_id: str) -> None:
         connectors.check_publishable(connector_id)
         with self._db.transaction() as session:
-            self._owned(session, owner_id, bot_id, lock=True)
+            self._editable(session, owner_id, bot_id)
             result = session.execute(
                 delete(BotConnector).where(
                     BotConnector.bot_id == bot_id, BotConnector.connector_id == connector_id
@@ -237,7 +252,7 @@ class BotService:
             rows = session.execute(
                 select(bots, bound.c.connector_id, bound.c.version, bound.c.published_at)
                 .outerjoin(bound, bound.c.bot_id == bots.c.id)
-                .where(bots.c.id == bot_id, bots.c.owner_id == owner_id)
+                .where(bots.c.id == bot_id, visible(bots.c.workspace_id, owner_id))
             ).all()
             if not rows:
                 raise NotFound(f"bot {bot_id} does not exist")
@@ -261,32 +276,39 @@ class BotService:
             return ResolvedBot(info, config, number)
 
     # ---- internals ---------------------------------------------------------------------
-    def _check(
-        self, owner_id: int, config: BotConfig, session: Any = None, *, publishing: bool = False
-    ) -> None:
+    def _check(self, space_id: int, config: BotConfig, session: Any) -> None:
+        """The model exists, and the bot's workflows are in the bot's space (so that every
+        member who may chat with the bot may run them)."""
         if self._check_model is not None:
             self._check_model(config.model_id)
         if not config.workflow_ids:
             return
-        query = select(WorkflowRecord.id).where(
-            WorkflowRecord.owner_id == owner_id, WorkflowRecord.id.in_(config.workflow_ids)
+        found = set(
+            session.scalars(
+                select(WorkflowRecord.id).where(
+                    WorkflowRecord.space_id == space_id,
+                    WorkflowRecord.id.in_(config.workflow_ids),
+                )
+            )
         )
-        if session is None:
-            with self._db.reading() as reader:
-                found = set(reader.scalars(query))
-        else:
-            found = set(session.scalars(query))
         missing = [str(i) for i in config.workflow_ids if i not in found]
         if missing:
-            raise NotFound(f"workflow {', '.join(missing)} does not exist")
+            raise NotFound(f"workflow {', '.join(missing)} does not exist in the bot's space")
 
-    def _owned(self, session: Any, owner_id: int, bot_id: int, *, lock: bool = False) -> BotRecord:
-        query = select(BotRecord).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
+    def _visible(self, session: Any, user_id: int, bot_id: int, *, lock: bool = False) -> BotRecord:
+        query = select(BotRecord).where(
+            BotRecord.id == bot_id, visible(BotRecord.workspace_id, user_id)
+        )
         if lock:
             query = query.with_for_update()
         row = session.scalars(query).first()
         if row is None:
             raise NotFound(f"bot {bot_id} does not exist")
+        return row
+
+    def _editable(self, session: Any, user_id: int, bot_id: int) -> BotRecord:
+        row = self._visible(session, user_id, bot_id, lock=True)
+        Access.load(session, user_id).require(row.workspace_id, Permission.EDIT)
         return row
 
     def _newest_version(self, session: Any, bot_id: int) -> BotVersion | None:

@@ -16,6 +16,7 @@ from coze_lab.core.conversations.content import ROLES, check_content, check_meta
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits
+from coze_lab.core.spaces import visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, Conversation, Message
 
@@ -486,10 +487,13 @@ class ConversationService:
 
 
 def _usable_bot(session: Any, owner_id: int, bot_id: int, connector_id: str) -> None:
-    """The owner's bot, published to ``connector_id`` (the Playground uses drafts): the same
-    refusal as a chat with that bot on that connector."""
+    """A bot of one of the user's spaces (the conversation itself stays the user's),
+    published to ``connector_id`` (the Playground uses drafts): the same refusal as a chat
+    with that bot on that connector."""
     found = session.scalar(
-        select(BotRecord.id).where(BotRecord.id == bot_id, BotRecord.owner_id == owner_id)
+        select(BotRecord.id).where(
+            BotRecord.id == bot_id, visible(BotRecord.workspace_id, owner_id)
+        )
     )
     if found is None:
         raise NotFound(f"bot {bot_id} does not exist")

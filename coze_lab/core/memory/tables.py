@@ -1,7 +1,8 @@
 """User tables (Coze's database memory): typed fields, real SQL tables, draft and online.
 
-Every row carries the user it belongs to (``sys_uid``) and every statement is filtered on
-it; values are always bound parameters, never pasted into SQL.
+A table's definition belongs to a space (its members see, use and change it); its rows do
+not: every row carries the user it belongs to (``sys_uid``) and every statement is filtered
+on it; values are always bound parameters, never pasted into SQL.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from sqlalchemy.exc import StatementError
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
+from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
-from coze_lab.store.models import UserTable
+from coze_lab.store.models import BotRecord, UserTable
 from coze_lab.store.types import UTCDateTime
 
 FIELD_TYPES = {
@@ -88,6 +90,7 @@ class TableInfo:
     created_at: datetime
     updated_at: datetime
     published_at: datetime | None
+    space_id: int = 0
 
     def fields_for(self, scene: str) -> tuple[Field, ...]:
         if scene == "online":
@@ -168,23 +171,41 @@ class TableService:
         *,
         description: str = "",
         bot_id: int | None = None,
+        space_id: int | None = None,
     ) -> TableInfo:
+        """A new table in one of the user's spaces (None: the personal one; a bot's table
+        goes to the bot's space)."""
         if not isinstance(name, str) or not _NAME.match(name):
             raise InvalidParameter("name must be a lower-case identifier")
         parsed = parse_fields(fields)
         now = self._clock()
         table_id = new_id()
         with self._db.write() as connection:
+            access = Access.load(connection, owner_id)
+            if bot_id is not None:
+                bot_space = connection.scalar(
+                    select(BotRecord.workspace_id).where(
+                        BotRecord.id == bot_id, visible(BotRecord.workspace_id, owner_id)
+                    )
+                )
+                if bot_space is None:
+                    raise NotFound(f"bot {bot_id} does not exist")
+                if space_id is not None and space_id != bot_space:
+                    raise InvalidParameter("a bot's table lives in the bot's space")
+                space_id = bot_space
+            space = access.space(space_id)
+            access.require(space, Permission.EDIT)
             exists = connection.scalar(
-                select(UserTable.id).where(UserTable.owner_id == owner_id, UserTable.name == name)
+                select(UserTable.id).where(UserTable.space_id == space, UserTable.name == name)
             )
             if exists is not None:
-                raise Conflict(f"you have a table named '{name}' already")
+                raise Conflict(f"the space has a table named '{name}' already")
             connection.execute(
                 insert(UserTable),
                 {
                     "id": table_id,
                     "owner_id": owner_id,
+                    "space_id": space,
                     "bot_id": bot_id,
                     "name": name,
                     "description": description,
@@ -200,24 +221,35 @@ class TableService:
 
     def get(self, owner_id: int, table_id: int) -> TableInfo:
         with self._db.read() as connection:
-            return self._owned(connection, owner_id, table_id)
+            return self._visible(connection, owner_id, table_id)
 
     def find(self, owner_id: int, name: str) -> TableInfo:
-        with self._db.read() as connection:
-            row = connection.execute(
-                select(UserTable.__table__).where(
-                    UserTable.owner_id == owner_id, UserTable.name == name
-                )
-            ).first()
-        if row is None:
-            raise NotFound(f"table '{name}' does not exist")
-        return _info(row)
-
-    def list(self, owner_id: int) -> list[TableInfo]:
+        """A table by name: the user's personal space's, else the one of their team spaces
+        that has it (a name in several team spaces is ambiguous: use the table's id)."""
         with self._db.read() as connection:
             rows = connection.execute(
                 select(UserTable.__table__)
-                .where(UserTable.owner_id == owner_id)
+                .where(UserTable.name == name, visible(UserTable.space_id, owner_id))
+                .limit(20)
+            ).all()
+            personal = Access.load(connection, owner_id).personal_id if len(rows) > 1 else None
+        if not rows:
+            raise NotFound(f"table '{name}' does not exist")
+        mine = [r for r in rows if r.space_id == personal]
+        if len(mine) == 1 or len(rows) == 1:
+            return _info((mine or rows)[0])
+        ids = ", ".join(str(r.id) for r in rows)
+        raise InvalidParameter(f"several of your spaces have a table '{name}' ({ids}): use its id")
+
+    def list(self, owner_id: int, *, space_id: int | None = None) -> list[TableInfo]:
+        """The tables of a space the user belongs to (None: the personal one), by name."""
+        with self._db.read() as connection:
+            access = Access.load(connection, owner_id)
+            space = access.space(space_id)
+            access.require(space, Permission.READ)
+            rows = connection.execute(
+                select(UserTable.__table__)
+                .where(UserTable.space_id == space)
                 .order_by(UserTable.name)
             ).all()
         return [_info(r) for r in rows]
@@ -226,7 +258,7 @@ class TableService:
         """Add fields to the draft (existing fields never change type or go away)."""
         added = parse_fields(fields)
         with self._db.write() as connection:
-            info = self._owned(connection, owner_id, table_id)
+            info = self._editable(connection, owner_id, table_id)
             clash = {f.name for f in info.fields} & {f.name for f in added}
             if clash:
                 raise Conflict(f"fields {sorted(clash)} exist already")
@@ -243,7 +275,7 @@ class TableService:
         """Give the online table the draft's fields (its rows stay; draft rows are test
         data and are not copied)."""
         with self._db.write() as connection:
-            info = self._owned(connection, owner_id, table_id)
+            info = self._editable(connection, owner_id, table_id)
             if info.online_fields is None:
                 sql_table(table_id, "online", info.fields).create(connection)
             else:
@@ -264,7 +296,10 @@ class TableService:
 
     def delete(self, owner_id: int, table_id: int) -> None:
         with self._db.write() as connection:
-            info = self._owned(connection, owner_id, table_id)
+            info = self._visible(connection, owner_id, table_id)
+            Access.load(connection, owner_id).require_delete(
+                info.space_id, info.owner_id, f"table {table_id}"
+            )
             connection.execute(delete(UserTable).where(UserTable.id == table_id))
             for scene in SCENES:
                 if scene == "draft" or info.online_fields is not None:
@@ -399,15 +434,21 @@ class TableService:
         joined = and_(*conditions) if logic == "and" else or_(*conditions)
         return and_(mine, joined)
 
-    def _owned(self, connection: Connection, owner_id: int, table_id: int) -> TableInfo:
+    def _visible(self, connection: Connection, user_id: int, table_id: int) -> TableInfo:
+        """A table of one of the user's spaces; NotFound otherwise."""
         row = connection.execute(
             select(UserTable.__table__).where(
-                UserTable.id == table_id, UserTable.owner_id == owner_id
+                UserTable.id == table_id, visible(UserTable.space_id, user_id)
             )
         ).first()
         if row is None:
             raise NotFound(f"table {table_id} does not exist")
         return _info(row)
+
+    def _editable(self, connection: Connection, user_id: int, table_id: int) -> TableInfo:
+        info = self._visible(connection, user_id, table_id)
+        Access.load(connection, user_id).require(info.space_id, Permission.EDIT)
+        return info
 
 
 def _add_columns(
@@ -541,4 +582,5 @@ def _info(row: Any) -> TableInfo:
         created_at=row.created_at,
         updated_at=row.updated_at,
         published_at=row.published_at,
+        space_id=row.space_id,
     )

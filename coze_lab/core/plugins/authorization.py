@@ -52,14 +52,16 @@ class PluginAuthorization(PluginLookups):
         if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in values.items()):
             raise InvalidParameter("every credential must be a non-empty string")
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._visible(session, owner_id, plugin_id)
             manifest = Manifest.from_dict(row.manifest)
             client = {k: v for k, v in values.items() if k == "client_secret"}
             tokens = {k: v for k, v in values.items() if k != "client_secret"}
             if client:
                 if manifest.auth.type != "oauth":
                     raise InvalidParameter("client_secret is for OAuth plugins")
-                self._credentials.put(session, plugin_id, owner_id, CLIENT, client)
+                # the OAuth app's secret is part of the plugin: its editors set it for all
+                self._editable(session, owner_id, plugin_id)
+                self._credentials.put(session, plugin_id, row.owner_id, CLIENT, client)
             if tokens:
                 check_credentials(manifest, tokens)
                 self._credentials.put(session, plugin_id, owner_id, SERVICE, tokens)
@@ -68,7 +70,7 @@ class PluginAuthorization(PluginLookups):
     def clear_credentials(self, owner_id: int, plugin_id: int) -> None:
         """Forget the user's tokens and OAuth authorization for the plugin."""
         with self._reading() as session:
-            self._owned(session, owner_id, plugin_id)
+            self._visible(session, owner_id, plugin_id)
         self._credentials.remove(plugin_id, owner_id, [SERVICE, TOKEN])
 
     @property
@@ -89,17 +91,20 @@ class PluginAuthorization(PluginLookups):
         """A fresh authorization URL (state + PKCE) for the user to open."""
         _check_scene(scene)
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._visible(session, owner_id, plugin_id)
             manifest = (
                 Manifest.from_dict(row.manifest)
                 if scene == "draft"
                 else Manifest.from_dict(self._version(session, row, version).manifest)
             )
-            return self.new_authorization(session, row, manifest, redirect_uri, scene, version)
+            return self.new_authorization(
+                session, owner_id, row, manifest, redirect_uri, scene, version
+            )
 
     def new_authorization(
         self,
         session: Any,
+        user_id: int,
         row: PluginRecord,
         manifest: Manifest,
         redirect_uri: str | None,
@@ -122,7 +127,7 @@ class PluginAuthorization(PluginLookups):
             PluginOAuthState(
                 id=new_id(),
                 state_hash=oauth.state_hash(state),
-                owner_id=row.owner_id,
+                owner_id=user_id,  # whose token the callback stores
                 plugin_id=row.id,
                 secret=self._box.encrypt(
                     {
@@ -174,7 +179,9 @@ class PluginAuthorization(PluginLookups):
             raise InvalidParameter(f"the provider refused the authorization: {error}")
         if not isinstance(code, str) or not code:
             raise InvalidParameter("the callback has no code")
-        manifest = self._manifest_of(owner_id, plugin_id, saved["scene"], saved["version"])
+        manifest, plugin_owner = self._manifest_of(
+            owner_id, plugin_id, saved["scene"], saved["version"]
+        )
         form = {
             "grant_type": "authorization_code",
             "code": code,
@@ -182,7 +189,7 @@ class PluginAuthorization(PluginLookups):
         }
         if saved.get("code_verifier"):
             form["code_verifier"] = saved["code_verifier"]
-        client = self._credentials.get(plugin_id, owner_id, CLIENT) or {}
+        client = self._credentials.get(plugin_id, plugin_owner, CLIENT) or {}
         try:
             token = await oauth.request_token(
                 self._policy,
@@ -205,12 +212,13 @@ class PluginAuthorization(PluginLookups):
 
     def _manifest_of(
         self, owner_id: int, plugin_id: int, scene: str, version: int | None
-    ) -> Manifest:
+    ) -> tuple[Manifest, int]:
+        """The manifest of the scene, and the plugin's maker (who keeps its client secret)."""
         with self._reading() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._visible(session, owner_id, plugin_id)
             if scene == "draft":
-                return Manifest.from_dict(row.manifest)
-            return Manifest.from_dict(self._version(session, row, version).manifest)
+                return Manifest.from_dict(row.manifest), row.owner_id
+            return Manifest.from_dict(self._version(session, row, version).manifest), row.owner_id
 
     async def _oauth_token(self, owner_id: int, loaded: _Loaded, *, force: bool = False) -> str:
         """A valid access token: stored, refreshed, or (client credentials) fetched."""
@@ -222,9 +230,9 @@ class PluginAuthorization(PluginLookups):
             token = oauth.Token.from_dict(stored) if stored else None
             if token is not None and not force and not token.expired(self._clock()):
                 return token.access_token
-            client = (self._credentials.get(loaded.plugin_id, owner_id, CLIENT) or {}).get(
-                "client_secret"
-            )
+            client = (
+                self._credentials.get(loaded.plugin_id, loaded.plugin_owner_id, CLIENT) or {}
+            ).get("client_secret")
             if auth.grant_type == "client_credentials":
                 form = {"grant_type": "client_credentials"}
                 if auth.scope:

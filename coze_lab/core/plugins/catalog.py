@@ -26,6 +26,7 @@ from coze_lab.core.plugins.types import (
     ToolDefinition,
     ToolInfo,
 )
+from coze_lab.core.spaces import Access, Permission
 from coze_lab.store.models import (
     PluginCall,
     PluginCredential,
@@ -50,14 +51,22 @@ class PluginCatalog(PluginLookups):
         manifest: dict[str, Any] | None = None,
         server_url: str | None = None,
         credentials: Mapping[str, str] | None = None,
+        space_id: int | None = None,
     ) -> PluginInfo:
-        """A new plugin from an OpenAPI document (text, dict, or ``url``) and a manifest."""
+        """A new plugin from an OpenAPI document (text, dict, or ``url``) and a manifest,
+        in one of the user's spaces (None: the personal one)."""
+        with self._reading() as session:
+            access = Access.load(session, owner_id)
+        space = access.space(space_id)
+        access.require(space, Permission.EDIT)
         draft = await self._prepare(openapi, url, manifest, server_url)
         now = self._clock()
         with self._db.transaction() as session:
+            Access.load(session, owner_id).require(space, Permission.EDIT)
             row = PluginRecord(
                 id=new_id(),
                 owner_id=owner_id,
+                space_id=space,
                 name=draft.manifest.name_for_human,
                 description=draft.manifest.description_for_human,
                 manifest=draft.manifest.to_dict(),
@@ -91,7 +100,7 @@ class PluginCatalog(PluginLookups):
     ) -> PluginInfo:
         """Replace the draft's document and/or manifest (validated together); online stays."""
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._editable(session, owner_id, plugin_id)
             current_doc, current_manifest = row.openapi, row.manifest
             current_server = row.server_url
         if openapi is None and url is None:
@@ -101,7 +110,7 @@ class PluginCatalog(PluginLookups):
             manifest = _manifest_input(current_manifest)
         draft = await self._prepare(openapi, url, manifest, server_url)
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._editable(session, owner_id, plugin_id)
             row.name = draft.manifest.name_for_human
             row.description = draft.manifest.description_for_human
             row.manifest = draft.manifest.to_dict()
@@ -110,7 +119,7 @@ class PluginCatalog(PluginLookups):
             row.updated_at = self._clock()
             self._sync_tools(session, row.id, draft.tools)
             if draft.secrets:
-                self._credentials.put(session, row.id, owner_id, CLIENT, draft.secrets)
+                self._credentials.put(session, row.id, row.owner_id, CLIENT, draft.secrets)
         return _with_warnings(self.get(owner_id, plugin_id), draft.warnings)
 
     async def _prepare(
@@ -176,16 +185,19 @@ class PluginCatalog(PluginLookups):
 
     def delete(self, owner_id: int, plugin_id: int) -> None:
         with self._db.transaction() as session:
-            self._owned(session, owner_id, plugin_id)
+            row = self._visible(session, owner_id, plugin_id)
+            Access.load(session, owner_id).require_delete(
+                row.space_id, row.owner_id, f"plugin {plugin_id}"
+            )
             for model in (PluginCall, PluginCredential, PluginOAuthState, PluginTool):
                 session.execute(delete(model).where(model.plugin_id == plugin_id))
             session.execute(delete(PluginVersion).where(PluginVersion.plugin_id == plugin_id))
             session.execute(delete(PluginRecord).where(PluginRecord.id == plugin_id))
 
     def calls(self, owner_id: int, plugin_id: int, *, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest recorded calls of a plugin (request summaries, no secrets)."""
+        """The user's newest recorded calls of a plugin (request summaries, no secrets)."""
         with self._reading() as session:
-            self._owned(session, owner_id, plugin_id)
+            self._visible(session, owner_id, plugin_id)
             rows = session.scalars(
                 select(PluginCall)
                 .where(PluginCall.owner_id == owner_id, PluginCall.plugin_id == plugin_id)
@@ -197,7 +209,7 @@ class PluginCatalog(PluginLookups):
     def publish(self, owner_id: int, plugin_id: int) -> int:
         """Copy the draft to a new online version in one transaction; return its number."""
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._editable(session, owner_id, plugin_id)
             tools = self._draft_tools(session, plugin_id)
             number = (row.online_version or 0) + 1
             snapshot(session, row, tools, number, self._clock())

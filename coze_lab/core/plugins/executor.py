@@ -143,9 +143,9 @@ class PluginExecutor(PluginLookups):
         url = None
         try:
             with self._db.transaction() as session:
-                row = self._owned(session, user_id, loaded.plugin_id)
+                row = self._visible(session, user_id, loaded.plugin_id)
                 url = self._auth.new_authorization(
-                    session, row, loaded.manifest, None, loaded.scene, loaded.version
+                    session, user_id, row, loaded.manifest, None, loaded.scene, loaded.version
                 )
         except InvalidParameter as exc:
             log.warning("no authorization URL for plugin %s: %s", loaded.plugin_id, exc.msg)

@@ -1,5 +1,9 @@
-"""Lookups the plugin services share: a user's plugins, tools and versions, read
-and described (every query scoped to the owner; another user's ids read as unknown)."""
+"""Lookups the plugin services share: plugins, tools and versions, read and described.
+
+A plugin belongs to a space: every query is scoped to the spaces of the calling user
+(``coze_lab.core.spaces``; other spaces' ids read as unknown). Credentials stay each
+user's own, except the OAuth client secret, which is part of the plugin's definition (kept
+under the id of the member who made the plugin)."""
 
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from coze_lab.core.plugins.types import (
     ToolInfo,
 )
 from coze_lab.core.secrets import SecretBox
+from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
 from coze_lab.store.models import (
     PluginRecord,
@@ -72,6 +77,8 @@ class _Loaded:
 
     plugin_id: int
     plugin_name: str
+    #: the member who made the plugin (its OAuth client secret is kept under this id)
+    plugin_owner_id: int
     tool_id: int
     tool: ToolSpec
     manifest: Manifest
@@ -118,7 +125,7 @@ class PluginLookups:
         """A plugin with its draft tools (``scene="online"``: the online version's)."""
         _check_scene(scene)
         with self._reading() as session:
-            row = self._owned(session, owner_id, plugin_id)
+            row = self._visible(session, owner_id, plugin_id)
             if scene == "online":
                 version = self._version(session, row, None)
                 tools = [
@@ -126,23 +133,37 @@ class PluginLookups:
                     for t in version.tools
                 ]
                 return self._info(
-                    session, row, tools, version.manifest, version.openapi, version.version
+                    session,
+                    owner_id,
+                    row,
+                    tools,
+                    version.manifest,
+                    version.openapi,
+                    version.version,
                 )
-            return self._info(session, row, self._draft_tools(session, row.id), None, row.openapi)
+            return self._info(
+                session, owner_id, row, self._draft_tools(session, row.id), None, row.openapi
+            )
 
-    def list(self, owner_id: int) -> list[PluginInfo]:
+    def list(self, owner_id: int, *, space_id: int | None = None) -> list[PluginInfo]:
+        """The plugins of a space the user belongs to (None: the personal one)."""
         with self._reading() as session:
+            access = Access.load(session, owner_id)
+            space = access.space(space_id)
+            access.require(space, Permission.READ)
             rows = session.scalars(
                 select(PluginRecord)
-                .where(PluginRecord.owner_id == owner_id)
+                .where(PluginRecord.space_id == space)
                 .order_by(PluginRecord.id.desc())
             ).all()
-            return [self._info(session, r, self._draft_tools(session, r.id)) for r in rows]
+            return [
+                self._info(session, owner_id, r, self._draft_tools(session, r.id)) for r in rows
+            ]
 
     def tool_id(self, user_id: int, plugin_id: int, name: str) -> int:
         """The id of the plugin's tool called ``name`` (draft or published)."""
         with self._reading() as session:
-            self._owned(session, user_id, plugin_id)
+            self._visible(session, user_id, plugin_id)
             found = session.scalars(
                 select(PluginTool.id).where(
                     PluginTool.plugin_id == plugin_id, PluginTool.name == name
@@ -159,21 +180,28 @@ class PluginLookups:
         with self._db.read() as connection, Session(bind=connection) as session:
             yield session
 
-    def _owned(self, session: Any, owner_id: int, plugin_id: int) -> PluginRecord:
+    def _visible(self, session: Any, user_id: int, plugin_id: int) -> PluginRecord:
+        """A plugin of one of the user's spaces; NotFound otherwise."""
         row = session.scalars(
             select(PluginRecord).where(
-                PluginRecord.id == plugin_id, PluginRecord.owner_id == owner_id
+                PluginRecord.id == plugin_id, visible(PluginRecord.space_id, user_id)
             )
         ).first()
         if row is None:
             raise NotFound(f"plugin {plugin_id} does not exist")
         return row
 
+    def _editable(self, session: Any, user_id: int, plugin_id: int) -> PluginRecord:
+        """A plugin the user's role lets them change."""
+        row = self._visible(session, user_id, plugin_id)
+        Access.load(session, user_id).require(row.space_id, Permission.EDIT)
+        return row
+
     def _tool_row(self, session: Any, user_id: int, tool_id: int) -> tuple[PluginTool, Any]:
         found = session.execute(
             select(PluginTool, PluginRecord)
             .join(PluginRecord, PluginRecord.id == PluginTool.plugin_id)
-            .where(PluginTool.id == tool_id, PluginRecord.owner_id == user_id)
+            .where(PluginTool.id == tool_id, visible(PluginRecord.space_id, user_id))
         ).first()
         if found is None:
             raise NotFound(f"tool {tool_id} does not exist")
@@ -205,6 +233,7 @@ class PluginLookups:
                 return _Loaded(
                     plugin.id,
                     plugin.name,
+                    plugin.owner_id,
                     tool.id,
                     ToolSpec.from_dict(tool.spec),
                     Manifest.from_dict(plugin.manifest),
@@ -219,6 +248,7 @@ class PluginLookups:
             return _Loaded(
                 plugin.id,
                 snap.manifest["name_for_human"],
+                plugin.owner_id,
                 tool.id,
                 ToolSpec.from_dict(spec),
                 Manifest.from_dict(snap.manifest),
@@ -238,14 +268,20 @@ class PluginLookups:
     def _info(
         self,
         session: Any,
+        user_id: int,
         row: PluginRecord,
         tools: list[ToolInfo],
         manifest: dict[str, Any] | None = None,
         openapi: dict[str, Any] | None = None,
         version: int | None = None,
     ) -> PluginInfo:
+        """The plugin as ``user_id`` sees it: their own credentials' status."""
         manifest = manifest or row.manifest
-        kinds = self._credentials.kinds(session, row.id, row.owner_id)
+        kinds = self._credentials.kinds(session, row.id, user_id)
+        if row.owner_id != user_id and CLIENT in self._credentials.kinds(
+            session, row.id, row.owner_id
+        ):
+            kinds.add(CLIENT)  # the client secret is the plugin's, whoever set it
         auth = manifest.get("auth") or {}
         status: dict[str, Any] = {"type": auth.get("type", "none")}
         if status["type"] == "service_token":
@@ -271,6 +307,7 @@ class PluginLookups:
             updated_at=row.updated_at,
             openapi=openapi,
             version=version,
+            space_id=row.space_id,
         )
 
 

@@ -82,3 +82,5 @@ class PluginInfo:
     openapi: dict[str, Any] | None = None
     version: int | None = None
     warnings: list[dict[str, str]] = field(default_factory=list)
+    #: the space the plugin belongs to
+    space_id: int = 0

@@ -13,6 +13,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import Conflict, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits
+from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.core.workflows.spec import WorkflowDefinitionError, WorkflowSpec
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
@@ -32,10 +33,15 @@ class WorkflowInfo:
     published_version: int | None
     created_at: datetime
     updated_at: datetime
+    #: the space the workflow belongs to (its members read, run and edit it)
+    space_id: int = 0
 
 
 class WorkflowService:
     """Save drafts, publish versions and pick the definition a run uses.
+
+    A workflow belongs to a space: the members of the space read, run and edit it
+    (``coze_lab.core.spaces``); ``owner_id`` is the member who made it.
 
     Example:
         >>> info = workflows.save(user.id, wf.to_json())       # doctest: +SKIP
@@ -51,8 +57,11 @@ class WorkflowService:
         self.limits = limits or Limits()
         self._versions: dict[int, WorkflowSpec] = {}  # version row id → parsed definition
 
-    def save(self, owner_id: int, definition: dict[str, Any]) -> WorkflowInfo:
-        """Create the workflow, or replace the draft of the owner's workflow of that name."""
+    def save(
+        self, owner_id: int, definition: dict[str, Any], *, space_id: int | None = None
+    ) -> WorkflowInfo:
+        """Create the workflow, or replace the draft of the space's workflow of that name
+        (``space_id`` None: the user's personal space)."""
         spec = WorkflowSpec.from_dict(definition)
         check_size(spec, self.limits)
         validate(spec)
@@ -60,14 +69,21 @@ class WorkflowService:
         now = self._clock()
         try:
             with self._db.transaction() as session:
+                access = Access.load(session, owner_id)
+                space = access.space(space_id)
+                access.require(space, Permission.EDIT)
                 row = session.scalars(
-                    select(WorkflowRecord).where(
-                        WorkflowRecord.owner_id == owner_id, WorkflowRecord.name == spec.name
-                    )
+                    select(WorkflowRecord)
+                    .where(WorkflowRecord.space_id == space, WorkflowRecord.name == spec.name)
+                    .with_for_update()
                 ).first()
                 if row is None:
                     row = WorkflowRecord(
-                        id=new_id(), owner_id=owner_id, name=spec.name, created_at=now
+                        id=new_id(),
+                        owner_id=owner_id,
+                        space_id=space,
+                        name=spec.name,
+                        created_at=now,
                     )
                     session.add(row)
                 row.description, row.draft, row.updated_at = spec.description, canonical, now
@@ -79,7 +95,8 @@ class WorkflowService:
     def publish(self, owner_id: int, workflow_id: int) -> int:
         """Snapshot the draft as the next version, in one transaction; return its number."""
         with self._db.transaction() as session:
-            row = self._owned(session, owner_id, workflow_id)
+            row = self._visible(session, owner_id, workflow_id)
+            Access.load(session, owner_id).require(row.space_id, Permission.EDIT)
             latest = session.execute(
                 select(func.max(WorkflowVersion.version)).where(
                     WorkflowVersion.workflow_id == workflow_id
@@ -98,28 +115,37 @@ class WorkflowService:
         return number
 
     def get(self, owner_id: int, workflow_id: int) -> WorkflowInfo:
-        with self._db.transaction() as session:
-            return self._info(session, self._owned(session, owner_id, workflow_id))
+        with self._db.reading() as session:
+            return self._info(session, self._visible(session, owner_id, workflow_id))
 
-    def list(self, owner_id: int) -> list[WorkflowInfo]:
-        with self._db.transaction() as session:
+    def list(self, owner_id: int, *, space_id: int | None = None) -> list[WorkflowInfo]:
+        """The workflows of a space the user belongs to (None: the personal one), newest
+        first."""
+        with self._db.reading() as session:
+            access = Access.load(session, owner_id)
+            space = access.space(space_id)
+            access.require(space, Permission.READ)
             rows = session.scalars(
                 select(WorkflowRecord)
-                .where(WorkflowRecord.owner_id == owner_id)
+                .where(WorkflowRecord.space_id == space)
                 .order_by(WorkflowRecord.id.desc())
             ).all()
             return [self._info(session, row) for row in rows]
 
     def delete(self, owner_id: int, workflow_id: int) -> None:
         with self._db.transaction() as session:
-            session.delete(self._owned(session, owner_id, workflow_id))
+            row = self._visible(session, owner_id, workflow_id)
+            Access.load(session, owner_id).require_delete(
+                row.space_id, row.owner_id, f"workflow {workflow_id}"
+            )
+            session.delete(row)
 
     def runnable(
         self, owner_id: int, workflow_id: int, *, draft: bool = False
     ) -> tuple[WorkflowSpec, int | None]:
         """The definition a run uses: the newest published version (or the draft)."""
-        with self._db.transaction() as session:
-            row = self._owned(session, owner_id, workflow_id)
+        with self._db.reading() as session:
+            row = self._visible(session, owner_id, workflow_id)
             if draft:
                 return WorkflowSpec.from_dict(row.draft), None
             version = session.execute(
@@ -142,10 +168,10 @@ class WorkflowService:
                 self._versions[version.id] = spec
             return spec, version.version
 
-    def _owned(self, session: Any, owner_id: int, workflow_id: int) -> WorkflowRecord:
+    def _visible(self, session: Any, user_id: int, workflow_id: int) -> WorkflowRecord:
         row = session.scalars(
             select(WorkflowRecord).where(
-                WorkflowRecord.id == workflow_id, WorkflowRecord.owner_id == owner_id
+                WorkflowRecord.id == workflow_id, visible(WorkflowRecord.space_id, user_id)
             )
         ).first()
         if row is None:
@@ -165,6 +191,7 @@ class WorkflowService:
             published_version=published,
             created_at=row.created_at,
             updated_at=row.updated_at,
+            space_id=row.space_id,
         )
 
 

@@ -27,13 +27,14 @@ def _connector_ids(body: dict[str, Any]) -> list[str]:
 
 
 class BotCreateHandler(CozeHandler):
+    """POST /v1/bot/create: in ``space_id`` (one of the caller's spaces; default personal)."""
+
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
         space_id = body.get("space_id")
-        if space_id not in (None, "") and parse_id(space_id, "space_id") != user.workspace_id:
-            raise InvalidParameter(f"space {space_id} is not your workspace")
-        info = self.runtime.bots.create(user.id, user.workspace_id, body)
+        space = user.workspace_id if space_id in (None, "") else parse_id(space_id, "space_id")
+        info = self.runtime.bots.create(user.id, space, body)
         self.reply(serialize.bot(info))
 
 
@@ -84,15 +85,13 @@ class BotItemHandler(CozeHandler):
 
 
 class BotsHandler(CozeHandler):
-    """GET /v1/bots?workspace_id=: a page of your bots."""
+    """GET /v1/bots?workspace_id=: a page of a space's bots (default: your personal space)."""
 
     def get(self) -> None:
         user = self.coze_user()
-        workspace = self.get_query_argument("workspace_id", None)
-        if workspace not in (None, "") and parse_id(workspace, "workspace_id") != user.workspace_id:
-            raise InvalidParameter(f"workspace {workspace} is not your workspace")
         items, total = self.runtime.bots.list(
             user.id,
+            self.space_query("workspace_id"),
             publish_status=self.get_query_argument("publish_status", "all"),
             connector_id=self.get_query_argument("connector_id", None) or None,
             page_num=_page_num(self),
@@ -106,11 +105,10 @@ class PublishedBotsListHandler(CozeHandler):
 
     def get(self) -> None:
         user = self.coze_user()
-        space = self.get_query_argument("space_id", None)
-        if parse_id(space, "space_id") != user.workspace_id:
-            raise InvalidParameter(f"space {space} is not your workspace")
+        space = parse_id(self.get_query_argument("space_id", None), "space_id")
         items, total = self.runtime.bots.list(
             user.id,
+            space,
             publish_status="published_online",
             connector_id=connectors.API,
             page_num=int_value(
@@ -136,18 +134,23 @@ def _page_size(handler: CozeHandler, name: str) -> int:
 
 # ---- studio (the lab's own front end) ---------------------------------------------------------
 class StudioBotsHandler(BotsArea):
-    """GET: your bots (drafts). POST: create a bot from a Coze create body."""
+    """GET: a space's bots (drafts; ``?space_id=``, default personal). POST: create a bot
+    from a Coze create body, in ``?space_id=``."""
 
     def get(self) -> None:
         user = self.studio_user()
         items, total = self.runtime.bots.list(
-            user.id, page_num=_page_num(self), page_size=_page_size(self, "page_size")
+            user.id,
+            self.space_query(),
+            page_num=_page_num(self),
+            page_size=_page_size(self, "page_size"),
         )
         self.reply({"bots": [serialize.bot(b) for b in items], "total": total})
 
     def post(self) -> None:
         user = self.studio_user()
-        info = self.runtime.bots.create(user.id, user.workspace_id, self.json_body())
+        space = self.space_query() or user.workspace_id
+        info = self.runtime.bots.create(user.id, space, self.json_body())
         self.reply(serialize.bot(info), status=201)
 
 

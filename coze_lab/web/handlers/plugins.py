@@ -35,11 +35,13 @@ class PluginsArea(CozeHandler):
 
 
 class PluginsHandler(PluginsArea):
-    """GET: your plugins. POST: import one (``openapi`` text/object or ``url``, ``manifest``)."""
+    """GET: a space's plugins (``?space_id=``, default personal). POST: import one
+    (``openapi`` text/object or ``url``, ``manifest``) into ``?space_id=``."""
 
     def get(self) -> None:
         user = self.studio_user()
-        self.reply({"plugins": [serialize.plugin(p) for p in self.runtime.plugins.list(user.id)]})
+        items = self.runtime.plugins.list(user.id, space_id=self.space_query())
+        self.reply({"plugins": [serialize.plugin(p) for p in items]})
 
     async def post(self) -> None:
         user = self.studio_user()
@@ -48,7 +50,7 @@ class PluginsHandler(PluginsArea):
         if credentials is not None and not isinstance(credentials, dict):
             raise InvalidParameter("credentials must be an object")
         info = await self.runtime.plugins.import_plugin(
-            user.id, credentials=credentials, **self._source(body)
+            user.id, credentials=credentials, space_id=self.space_query(), **self._source(body)
         )
         self.reply(serialize.plugin(info, full=True), status=201)
 

@@ -19,18 +19,20 @@ class WorkflowsArea(CozeHandler):
 
 
 class WorkflowsHandler(WorkflowsArea):
-    """GET: your workflows. POST: save a definition (``wf.to_json()``) as a draft."""
+    """GET: a space's workflows (``?space_id=``, default personal). POST: save a definition
+    (``wf.to_json()``) as a draft in ``?space_id=``."""
 
     def get(self) -> None:
         user = self.studio_user()
-        self.reply(
-            {"workflows": [serialize.workflow(w) for w in self.runtime.workflows.list(user.id)]}
-        )
+        items = self.runtime.workflows.list(user.id, space_id=self.space_query())
+        self.reply({"workflows": [serialize.workflow(w) for w in items]})
 
     def post(self) -> None:
         user = self.studio_user()
         body = self.json_body()
-        info = self.runtime.workflows.save(user.id, body.get("definition", body))
+        info = self.runtime.workflows.save(
+            user.id, body.get("definition", body), space_id=self.space_query()
+        )
         if body.get("publish"):
             self.runtime.workflows.publish(user.id, info.id)
             info = self.runtime.workflows.get(user.id, info.id)

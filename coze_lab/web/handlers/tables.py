@@ -16,11 +16,14 @@ class TablesArea(CozeHandler):
 
 
 class TablesHandler(TablesArea):
-    """GET: your tables. POST: ``{name, fields: [{name, type, description?, required?}]}``."""
+    """GET: a space's tables (``?space_id=``, default personal). POST: ``{name, fields:
+    [{name, type, description?, required?}], bot_id?}`` into ``?space_id=`` (a bot's table
+    into the bot's space)."""
 
     def get(self) -> None:
         user = self.studio_user()
-        self.reply({"tables": [serialize.table(t) for t in self.runtime.tables.list(user.id)]})
+        items = self.runtime.tables.list(user.id, space_id=self.space_query())
+        self.reply({"tables": [serialize.table(t) for t in items]})
 
     def post(self) -> None:
         user = self.studio_user()
@@ -31,7 +34,12 @@ class TablesHandler(TablesArea):
         bot = body.get("bot_id")
         bot_id = None if bot in (None, "") else self.runtime.bots.get(user.id, parse_id(bot)).id
         info = self.runtime.tables.create(
-            user.id, body.get("name"), body.get("fields"), description=description, bot_id=bot_id
+            user.id,
+            body.get("name"),
+            body.get("fields"),
+            description=description,
+            bot_id=bot_id,
+            space_id=self.space_query(),
         )
         self.reply(serialize.table(info), status=201)
 

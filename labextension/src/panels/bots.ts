@@ -1,6 +1,7 @@
 import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { requestAPI } from '../api';
+import { inSpace } from '../space';
 import { errorBox, h, markdown, showError, streamAPI } from '../dom';
 import { ICozeLabPanel } from '../tokens';
 
@@ -123,7 +124,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
 
   async refresh(): Promise<void> {
     try {
-      const data = await requestAPI<{ bots: IBot[] }>('bots');
+      const data = await requestAPI<{ bots: IBot[] }>(inSpace('bots'));
       this._bots = data.bots;
       this._renderList();
       showError(this._error, null);
@@ -190,7 +191,10 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
               method: 'PUT',
               body: JSON.stringify(body)
             })
-          : await requestAPI<IBot>('bots', { method: 'POST', body: JSON.stringify(body) });
+          : await requestAPI<IBot>(inSpace('bots'), {
+              method: 'POST',
+              body: JSON.stringify(body)
+            });
         bot = saved;
         status.textContent = `Saved ${saved.name}`;
         showError(this._error, null);

@@ -1,6 +1,7 @@
 import { SplitPanel, Widget } from '@lumino/widgets';
 
 import { requestAPI } from '../api';
+import { inSpace } from '../space';
 import { errorBox, growingTextarea, h, showError } from '../dom';
 import { ICozeLabPanel } from '../tokens';
 
@@ -241,7 +242,7 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
   async refresh(): Promise<void> {
     try {
       const [workflows, runs, pending] = await Promise.all([
-        requestAPI<{ workflows: IWorkflow[] }>('workflows'),
+        requestAPI<{ workflows: IWorkflow[] }>(inSpace('workflows')),
         requestAPI<{ runs: IRun[] }>('runs?limit=15'),
         requestAPI<{ interrupts: IInterrupt[] }>('interrupts')
       ]);
