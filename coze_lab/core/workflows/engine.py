@@ -340,7 +340,7 @@ class Engine:
     async def resume(
         self,
         owner_id: int,
-        event_id: int,
+        event_id: int | str,
         resume_data: Any,
         *,
         pending: InterruptInfo | None = None,

@@ -443,7 +443,8 @@ class RunStore:
                 ],
             )
 
-    def interrupt(self, event_id: int, owner_id: int) -> InterruptInfo:
+    def interrupt(self, event_id: int | str, owner_id: int) -> InterruptInfo:
+        event_id = _event_id(event_id)
         with self.db.read() as conn:
             row = conn.execute(
                 select(Interrupt.__table__).where(
@@ -454,8 +455,9 @@ class RunStore:
             raise NotFound(f"interrupt {event_id} does not exist")
         return _interrupt_info(row)
 
-    def resolve(self, event_id: int, owner_id: int, resume_data: Any) -> InterruptInfo:
+    def resolve(self, event_id: int | str, owner_id: int, resume_data: Any) -> InterruptInfo:
         """Mark a pending interrupt answered and its run runnable; exactly one caller wins."""
+        event_id = _event_id(event_id)
         now = self.clock()
         with self.db.transaction() as session:
             row = session.scalars(
@@ -746,6 +748,14 @@ def _node_row(run_id: int, node: NodeWrite) -> dict[str, Any]:
         "started_at": node.started_at,
         "finished_at": node.finished_at,
     }
+
+
+def _event_id(event_id: int | str) -> int:
+    """Event ids travel as strings on the wire (JSON-safe); the column is a big integer."""
+    try:
+        return int(event_id)
+    except (TypeError, ValueError):
+        raise NotFound(f"interrupt {event_id} does not exist") from None
 
 
 def _interrupt_info(row: Any) -> InterruptInfo:
