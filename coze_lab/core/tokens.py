@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound, PermissionDenied, Unauthenticated
@@ -25,6 +25,18 @@ CONNECTORS = frozenset({"1024", "999"})  # API, Web SDK
 MAX_DAYS = 3650
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 _TOKEN_SHAPE = re.compile(r"^pat_[A-Za-z0-9_-]{43}$")
+_PAT = PersonalAccessToken.__table__
+#: built once: every authenticated request runs it
+_BY_HASH = select(
+    _PAT.c.id,
+    _PAT.c.user_id,
+    _PAT.c.token_hash,
+    _PAT.c.scopes,
+    _PAT.c.connector_id,
+    _PAT.c.revoked_at,
+    _PAT.c.expires_at,
+    _PAT.c.last_used_at,
+).where(_PAT.c.token_hash == bindparam("digest"))
 
 
 @dataclass(frozen=True)
@@ -151,9 +163,9 @@ class TokenService:
             raise Unauthenticated("malformed personal access token")
         digest = hash_token(raw)
         now = self._clock()
-        table = PersonalAccessToken.__table__
+        table = _PAT
         with self._db.read() as conn:
-            row = conn.execute(select(table).where(table.c.token_hash == digest)).first()
+            row = conn.execute(_BY_HASH, {"digest": digest}).first()
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise Unauthenticated("unknown personal access token")
         if row.revoked_at is not None:

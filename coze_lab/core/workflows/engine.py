@@ -334,6 +334,7 @@ class Engine:
                 updated_at=now,
                 finished_at=None,
             ),
+            last_seq=len(notes),
         )
         return run_id
 
@@ -513,15 +514,24 @@ class Engine:
         self._specs[run_id] = spec
 
     # ---- execution ----------------------------------------------------------------------
-    def _launch(self, run_id: int, run: RunInfo | None = None) -> None:
-        task = asyncio.get_running_loop().create_task(self._execute(run_id, run))
+    def _launch(
+        self, run_id: int, run: RunInfo | None = None, *, last_seq: int | None = None
+    ) -> None:
+        """Execute the run in the background; ``last_seq``: the newest event a fresh run
+        was created with (so its numbering starts without a read)."""
+        task = asyncio.get_running_loop().create_task(self._execute(run_id, run, last_seq))
         self._tasks[run_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
 
-    async def _execute(self, run_id: int, run: RunInfo | None = None) -> RunInfo | None:
+    async def _execute(
+        self, run_id: int, run: RunInfo | None = None, last_seq: int | None = None
+    ) -> RunInfo | None:
         """Drive the run until it stops; return its final state (None: not ours to finish)."""
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
-        self._seq.pop(run_id, None)  # foreign events may have been added since the last time
+        if last_seq is None:
+            self._seq.pop(run_id, None)  # foreign events may have been added since last time
+        else:
+            self._seq[run_id] = last_seq
         try:
             while True:
                 run = run or self.store.get(run_id)
