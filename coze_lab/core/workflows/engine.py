@@ -15,9 +15,10 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import QUESTION_EXPIRED, CozeLabError, InvalidParameter, Unavailable
@@ -55,6 +56,10 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 
 #: parsed definitions kept for the most recent runs
 SPEC_CACHE = 1024
+#: threads committing run steps on a server database (the connection pool holds 5 + 10)
+WRITE_THREADS = 8
+
+T = TypeVar("T")
 TERMINAL_EVENTS = ev.TERMINAL  # kept for callers of the old name
 
 
@@ -271,6 +276,15 @@ class Engine:
         self._recovery: asyncio.Task[None] | None = None
         #: run id → its parsed definition: a run's spec is parsed once, not per step
         self._specs: dict[int, WorkflowSpec] = {}
+        # A server database commits each step with a round trip (and a WAL flush): done on
+        # the event loop, one commit is in flight and every run waits on every other's.
+        # Off the loop, runs commit side by side and the database groups their flushes.
+        # SQLite has one writer and no round trip, so its commits stay on the loop.
+        self._writer = (
+            None
+            if db.dialect == "sqlite"
+            else ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="coze-lab-write")
+        )
 
     # ---- public operations --------------------------------------------------------------
     async def start(
@@ -305,7 +319,8 @@ class Engine:
                 )
         values = check_inputs(spec, inputs)
         definition = spec.to_dict()
-        run_id = self.store.create(
+        run_id = await self._write(
+            self.store.create,
             owner_id,
             definition,
             values,
@@ -499,6 +514,15 @@ class Engine:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+
+    async def _write(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store write: in a writer thread on a server database, inline on SQLite."""
+        if self._writer is None:
+            return write(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, lambda: write(*args, **kwargs))
 
     def spec_of(self, run: RunInfo) -> WorkflowSpec:
         """The run's parsed definition (parsed once per run and process)."""
@@ -539,7 +563,8 @@ class Engine:
                 status, outputs, error = await self._outcome(run, records)
                 usage = _total_usage(records.values())
                 event = self._terminal_event(run, status, outputs, error, usage)
-                when = self.store.finish(
+                when = await self._write(
+                    self.store.finish,
                     run_id,
                     self.worker,
                     status,
@@ -723,7 +748,7 @@ class Engine:
         if not writes and not events and not interrupts:
             return
         numbered = [(self._next_seq(run_id), event, data) for event, data in events]
-        self.store.commit_step(run_id, writes, numbered, interrupts=interrupts)
+        await self._write(self.store.commit_step, run_id, writes, numbered, interrupts=interrupts)
         self._notify(run_id, numbered)
 
     def _finished(
