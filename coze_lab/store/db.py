@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -20,6 +22,24 @@ def sqlite_url(path: Path) -> str:
         'sqlite:////tmp/x.db'
     """
     return f"sqlite:///{path}"
+
+
+_ORJSON_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def json_text(value: Any) -> str:
+    """JSON columns' text: orjson where it gives what ``json.dumps`` would mean (several
+    times faster on the hot writes), ``json.dumps`` for what orjson refuses (integers
+    beyond 64 bits, non-string keys) so nothing that was storable stops being so.
+
+    Example:
+        >>> json_text({"a": [1, "é"]}), json_text({1: 2**70})
+        ('{"a":[1,"é"]}', '{"1": 1180591620717411303424}')
+    """
+    try:
+        return orjson.dumps(value, option=_ORJSON_STRICT).decode()
+    except TypeError:
+        return json.dumps(value)
 
 
 def _tune_sqlite(engine: Engine) -> None:
@@ -55,7 +75,11 @@ class Database:
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = make_url(url)
-        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": not url.startswith("sqlite")}
+        kwargs: dict[str, Any] = {
+            "echo": echo,
+            "pool_pre_ping": not url.startswith("sqlite"),
+            "json_serializer": json_text,
+        }
         if self.dialect == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if self.url.database:
