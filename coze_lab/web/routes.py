@@ -90,9 +90,13 @@ from coze_lab.web.handlers.users import UserMeHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
+    RunHistoryQueryHandler,
+    WorkflowRetrieveHandler,
     WorkflowRunHandler,
+    WorkflowsListHandler,
     WorkflowStreamResumeHandler,
     WorkflowStreamRunHandler,
+    WorkflowVersionsHandler,
 )
 from coze_lab.web.handlers.workspaces import (
     SpaceHandler,
@@ -364,6 +368,95 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v1/workflow/get_run_history",
+        RunHistoryQueryHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A run's status, outputs and node states (Coze's older query form)",
+                "workflow",
+                data={"type": "array", "items": s.OBJ},
+                query=(("workflow_id", "string", True), ("execute_id", "string", True)),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows",
+        WorkflowsListHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A page of a space's workflows (default: your personal space)",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "items": s.WORKFLOW_BASIC},
+                        "has_more": {"type": "boolean"},
+                    },
+                    "required": ["items", "has_more"],
+                },
+                query=(
+                    ("workspace_id", "string", False),
+                    ("workflow_mode", "string", False),
+                    ("app_id", "string", False),
+                    ("publish_status", "string", False),
+                    ("page_num", "integer", False),
+                    ("page_size", "integer", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}",
+        WorkflowRetrieveHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A workflow (Coze's WorkflowInfo)",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {"workflow_detail": s.WORKFLOW_BASIC},
+                    "required": ["workflow_detail"],
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}/versions",
+        WorkflowVersionsHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A workflow's published versions, newest first",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "items": s.WORKFLOW_VERSION},
+                        "has_more": {"type": "boolean"},
+                        "next_page_token": {"type": "string"},
+                    },
+                    "required": ["items", "has_more"],
+                },
+                query=(
+                    ("publish_status", "string", False),
+                    ("page_size", "integer", False),
+                    ("page_token", "string", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
         "/v1/workflows/{workflow_id}/run_histories/{execute_id}",
         RunHistoryHandler,
         COZE,
@@ -387,7 +480,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "One node's output in a run",
                 "workflow",
-                data={"type": "array", "items": s.OBJ},
+                data=s.OBJ,
             ),
         ),
     ),

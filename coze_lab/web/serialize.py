@@ -22,7 +22,7 @@ from coze_lab.core.tokens import TokenInfo
 from coze_lab.core.usage import UserUsage
 from coze_lab.core.workflows import events as wf_events
 from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
-from coze_lab.core.workflows.service import WorkflowInfo
+from coze_lab.core.workflows.service import VersionInfo, WorkflowInfo
 
 _HISTORY_STATUS = {
     "succeeded": "Success",
@@ -225,6 +225,37 @@ def workflow(info: WorkflowInfo) -> dict[str, Any]:
         "owner_id": str(info.owner_id),
         "created_at": to_unix(info.created_at),
         "updated_at": to_unix(info.updated_at),
+    }
+
+
+def workflow_basic(info: WorkflowInfo) -> dict[str, Any]:
+    """Coze's WorkflowBasic (``/v1/workflows``, ``/v1/workflows/{id}``): no icons or apps
+    here, so those are empty."""
+    return {
+        "workflow_id": str(info.id),
+        "workflow_name": info.name,
+        "description": info.description,
+        "icon_url": "",
+        "app_id": "",
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+        "creator": {"id": str(info.owner_id), "name": info.owner_name},
+        "published_version": (
+            "" if info.published_version is None else str(info.published_version)
+        ),
+    }
+
+
+def workflow_version(info: VersionInfo) -> dict[str, Any]:
+    """Coze's WorkflowVersionInfo: times as unix seconds in strings, as Coze sends them."""
+    created = str(to_unix(info.created_at))
+    return {
+        "version": str(info.version),
+        "description": info.description,
+        "created_at": created,
+        "updated_at": created,
+        "workflow_id": str(info.workflow_id),
+        "creator": {"id": str(info.creator_id), "name": info.creator_name},
     }
 
 
