@@ -66,7 +66,11 @@ class Runtime:
         from coze_lab.core.conversations import ConversationService
 
         self.bots = BotService(
-            self.db, clock=clock, plugin_versions=self._plugin_versions, limits=self.limits
+            self.db,
+            clock=clock,
+            check_model=self._check_model,
+            plugin_versions=self._plugin_versions,
+            limits=self.limits,
         )
         self.conversations = ConversationService(
             self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
@@ -236,6 +240,18 @@ class Runtime:
         if self.public_url:
             return self.public_url
         return self.default_public_url() if self.default_public_url is not None else None
+
+    def _check_model(self, model_id: str) -> None:
+        """A bot names ``default`` (whatever model that is when it chats) or a model of the
+        registry; any other id is a 400 naming it."""
+        if model_id in ("", "default") or model_id in self.models:
+            return
+        from coze_lab.core.errors import InvalidParameter
+
+        known = ", ".join(dict.fromkeys(["default", *sorted(m.id for m in self.models.list())]))
+        raise InvalidParameter(
+            f"model_info_config.model_id: model '{model_id}' does not exist (configured: {known})"
+        )
 
     def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
         return self.plugins.online_versions(owner_id, tool_ids)

@@ -233,6 +233,19 @@ BOT_BODY = {
         "workflow_id_list": OBJ,
         "plugin_id_list": OBJ,
         "onboarding_info": OBJ,
+        "suggest_reply_info": {
+            "type": "object",
+            "properties": {
+                "reply_mode": {"enum": ["disable", "enable", "customized"]},
+                "customized_prompt": STR,
+            },
+            "description": "suggested follow-up questions after each answer",
+        },
+        "icon_file_id": {
+            "type": "string",
+            "description": "not supported (400): set icon_url",
+        },
+        "icon_url": STR,
         "variables": {"type": "array"},
         "functions": {"type": "array", "description": "client-side tools (requires_action)"},
     },

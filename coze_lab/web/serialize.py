@@ -283,7 +283,12 @@ def bot(info: BotInfo) -> dict[str, Any]:
             "model_id": config.model_id,
             "model_name": config.model_id,
             "context_round": config.history_rounds,
+            "response_format": config.response_format,
             **config.model_params,
+        },
+        "suggest_reply_info": {
+            "reply_mode": config.suggest_reply_mode,
+            "customized_prompt": config.suggest_reply_prompt,
         },
         "variables": [
             {

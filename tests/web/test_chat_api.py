@@ -14,12 +14,15 @@ import pytest
 from cozepy import (
     BotModelInfo,
     BotPromptInfo,
+    BotSuggestReplyInfo,
     ChatEventType,
     ChatStatus,
     Coze,
     CozeAPIError,
     Message,
     MessageType,
+    PluginIDList,
+    SuggestReplyMode,
     TokenAuth,
     ToolOutput,
     WorkflowIDList,
@@ -85,8 +88,7 @@ def make_bot(lab: Lab, who: str = "alice", prompt: str = "You are terse.", **ext
         space_id=lab.workspaces[who],
         name="Helper",
         prompt_info=BotPromptInfo(prompt=prompt),
-        model_info_config=BotModelInfo(model_id="default", temperature=0.1),
-        **extra,
+        **{"model_info_config": BotModelInfo(model_id="default", temperature=0.1), **extra},
     )
     return bot.bot_id
 
@@ -677,3 +679,164 @@ def test_a_web_sdk_token_cannot_open_a_conversation_for_an_api_only_bot(lab: Lab
     assert "not published to the Web SDK connector (999)" in conversation.value.msg
     assert web.conversations.create().id  # no bot named: nothing to refuse
     assert lab.coze().conversations.create(bot_id=bot_id).id  # the API token may
+
+
+def test_suggested_follow_up_questions(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(
+        lab, suggest_reply_info=BotSuggestReplyInfo(reply_mode=SuggestReplyMode.ENABLE)
+    )
+    publish(lab, bot_id)
+    coze = lab.coze()
+    assert coze.bots.retrieve(bot_id=bot_id).suggest_reply_info.reply_mode == "enable"
+    model_server.script(["Paris.", "1. And Rome?\n- How far is it?\n\nWhat to eat?\nOne more?"])
+    events = list(coze.chat.stream(bot_id=bot_id, user_id="u", additional_messages=ask("Capital?")))
+    completed = [
+        e.message for e in events if e.event == ChatEventType.CONVERSATION_MESSAGE_COMPLETED
+    ]
+    assert [(m.type, m.content) for m in completed] == [
+        (MessageType.ANSWER, "Paris."),
+        (MessageType.FOLLOW_UP, "And Rome?"),
+        (MessageType.FOLLOW_UP, "How far is it?"),
+        (MessageType.FOLLOW_UP, "What to eat?"),
+    ]
+    assert events[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+    chat = events[-1].chat
+    asked = model_server.requests[-1]["messages"]
+    assert asked[-2] == {"role": "assistant", "content": "Paris."}
+    assert asked[-1]["content"].startswith("Suggest up to 3 short questions")
+    listed = coze.chat.messages.list(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert [m.type for m in listed] == ["answer", "follow_up", "follow_up", "follow_up"]
+    # suggestions are not history: the next chat's model sees the question and the answer
+    coze.bots.update(
+        bot_id=bot_id,
+        suggest_reply_info=BotSuggestReplyInfo(
+            reply_mode=SuggestReplyMode.CUSTOMIZED, customized_prompt="Two questions, please."
+        ),
+    )
+    publish(lab, bot_id)
+    model_server.script(["Lyon.", "Why Lyon?"])
+    poll = coze.chat.create_and_poll(
+        conversation_id=chat.conversation_id,
+        bot_id=bot_id,
+        user_id="u",
+        additional_messages=ask("Second city?"),
+    )
+    assert [(m.type, m.content) for m in poll.messages] == [
+        ("answer", "Lyon."),
+        ("follow_up", "Why Lyon?"),
+    ]
+    answered, suggested = model_server.requests[-2:]
+    assert "And Rome?" not in json.dumps(answered["messages"])
+    assert [m["content"] for m in answered["messages"][1:]] == [
+        "Capital?",
+        "Paris.",
+        "Second city?",
+    ]
+    assert suggested["messages"][-1]["content"] == "Two questions, please."
+    # disabled, or a failing suggestion call: the answer alone
+    bad = lab.post(
+        "/v1/bot/update",
+        json={"bot_id": bot_id, "suggest_reply_info": {"reply_mode": "customized"}},
+    ).json()
+    assert bad["code"] == 4000 and "customized_prompt" in bad["msg"]
+
+
+def test_response_format_json(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(
+        lab, model_info_config=BotModelInfo(model_id="default", response_format="json")
+    )
+    publish(lab, bot_id)
+    coze = lab.coze()
+    assert coze.bots.retrieve(bot_id=bot_id).model_info.response_format == "json"
+    poll = coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("Hi"))
+    assert json.loads(poll.messages[-1].content) == {"answer": "[demo model] You said: Hi"}
+    sent = model_server.requests[-1]
+    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["messages"][0]["content"].endswith("Answer with one JSON object and nothing else.")
+    refused = lab.post(
+        "/v1/bot/update",
+        json={
+            "bot_id": bot_id,
+            "model_info_config": {"model_id": "default", "response_format": "yaml"},
+        },
+    ).json()
+    assert refused["code"] == 4000 and "response_format" in refused["msg"]
+
+
+def test_unsupported_or_unknown_bot_fields_are_refused_by_name(lab: Lab) -> None:
+    coze = lab.coze()
+    bot_id = make_bot(lab)
+    for call in (
+        lambda: make_bot(lab, icon_file_id="7000000000000000001"),
+        lambda: coze.bots.update(bot_id=bot_id, icon_file_id="7000000000000000001"),
+    ):
+        with pytest.raises(CozeAPIError) as err:
+            call()
+        assert err.value.code == 4000 and "icon_file_id" in err.value.msg
+    with pytest.raises(CozeAPIError) as model:
+        coze.bots.update(bot_id=bot_id, model_info_config=BotModelInfo(model_id="gpt-nope"))
+    assert model.value.code == 4000 and "'gpt-nope'" in model.value.msg
+    with pytest.raises(CozeAPIError) as plugin:
+        make_bot(
+            lab,
+            plugin_id_list=PluginIDList(
+                id_list=[{"plugin_id": "7000000000000000002", "api_id": "7000000000000000003"}]
+            ),
+        )
+    assert plugin.value.code == 4000 and "plugin_id 7000000000000000002" in plugin.value.msg
+    # nothing was written
+    draft = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "false"}).json()["data"]
+    assert draft["model_info"]["model_id"] == "default"
+    listed = lab.get("/v1/bots", params={"workspace_id": lab.workspaces["alice"]}).json()
+    assert [b["id"] for b in listed["data"]["items"]] == [bot_id]
+
+
+def test_a_published_bot_keeps_the_workflow_versions_it_was_published_with(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    import coze_lab as cl
+
+    def save(text: str) -> str:
+        wf = cl.Workflow("trip_days", description="How many days a trip to a city takes")
+        wf.inputs(city=str)
+        wf.text("plan", template="{{start.city}}: " + text)
+        wf.end(plan="{{plan.output}}")
+        saved = lab.post(
+            "/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True}
+        )
+        assert saved.status_code == 201, saved.text
+        return saved.json()["data"]["id"]
+
+    def plan(bot: str, studio: bool = False) -> str:
+        call = ToolCallsReply([ScriptedToolCall("trip_days", {"city": "Rome"}, id="c1")])
+        model_server.script([call, TextReply("ok")])
+        if studio:
+            lab.post(f"/coze_lab/api/bots/{bot}/chat", json={"message": "Rome?"})
+        else:
+            lab.coze().chat.create_and_poll(
+                bot_id=bot, user_id="u", additional_messages=ask("Rome?")
+            )
+        tool = next(m for m in model_server.requests[-1]["messages"] if m["role"] == "tool")
+        return json.loads(tool["content"])["plan"]
+
+    workflow_id = save("3 days")
+    bot_id = make_bot(lab, workflow_id_list=WorkflowIDList(ids=[{"id": workflow_id}]))
+    publish(lab, bot_id)
+    assert save("5 days") == workflow_id  # version 2 of the same workflow
+    assert plan(bot_id) == "Rome: 3 days"  # the published bot: version 1
+    assert plan(bot_id, studio=True) == "Rome: 5 days"  # the draft on the Playground
+    publish(lab, bot_id)
+    assert plan(bot_id) == "Rome: 5 days"
+    # a workflow never published cannot be frozen into a published bot
+    wf = cl.Workflow("sketch")
+    wf.inputs(city=str)
+    wf.end(city="{{start.city}}")
+    draft_only = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json()})
+    sketch = draft_only.json()["data"]["id"]
+    updated = lab.post(
+        "/v1/bot/update",
+        json={"bot_id": bot_id, "workflow_id_list": {"ids": [{"id": workflow_id}, {"id": sketch}]}},
+    ).json()
+    assert updated["code"] == 0
+    refused = lab.post("/v1/bot/publish", json={"bot_id": bot_id, "connector_ids": ["1024"]}).json()
+    assert refused["code"] == 4200 and sketch in refused["msg"] and "publish" in refused["msg"]

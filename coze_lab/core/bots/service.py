@@ -17,7 +17,15 @@ from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits, text
 from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
-from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
+from coze_lab.store.models import (
+    BotConnector,
+    BotRecord,
+    BotVersion,
+    PluginRecord,
+    PluginTool,
+    WorkflowRecord,
+    WorkflowVersion,
+)
 
 VERSION_CACHE = 1024
 PUBLISH_STATUSES = ("all", "published_online", "published_draft", "unpublished_draft")
@@ -61,8 +69,11 @@ class BotService:
     calling user (``user_id``): a bot is visible to the members of its workspace, and
     editable by those whose role allows it (``coze_lab.core.spaces``).
 
-    ``check_workflow`` and ``check_plugin_tools`` let the service refuse ids the owner cannot
-    use; ``plugin_versions`` freezes the online plugin versions into a published version.
+    A create or update refuses (400) a model id ``check_model`` refuses and plugin tools
+    that are not in the bot's space, and (404) workflows that are not; publishing freezes
+    the online plugin versions (``plugin_versions``) and the newest version of each
+    workflow into the published version, so republishing a workflow or a plugin never
+    changes a published bot.
 
     Example:
         >>> bots = BotService(db)                                                # doctest: +SKIP
@@ -90,6 +101,7 @@ class BotService:
     # ---- drafts ------------------------------------------------------------------------
     def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
         """A new bot in ``workspace_id`` (one of the user's spaces), made by ``owner_id``."""
+        _refuse_unsupported(body)
         name = self.limits.name(body.get("name"), "name")
         description = self.limits.description(body.get("description"), "description")
         icon_url = text(body.get("icon_url"), "icon_url", 1024)
@@ -115,6 +127,7 @@ class BotService:
 
     def update(self, owner_id: int, bot_id: int, body: Mapping[str, Any]) -> BotInfo:
         """Apply an update body to the draft only (published versions never change)."""
+        _refuse_unsupported(body)
         with self._db.transaction() as session:
             row = self._editable(session, owner_id, bot_id)
             config = BotConfig.from_dict(row.draft).updated(body, self.limits)
@@ -203,6 +216,10 @@ class BotService:
             if self._plugin_versions is not None and config.plugin_tools:
                 pinned = self._plugin_versions(owner_id, [t.tool_id for t in config.plugin_tools])
                 config = replace(config, plugin_versions=pinned)
+            if config.workflow_ids:
+                config = replace(
+                    config, workflow_versions=_newest_workflow_versions(session, config)
+                )
             newest = self._newest_version(session, bot_id)
             number = 1 if newest is None else newest.version + 1
             now = self._clock()
@@ -281,6 +298,23 @@ class BotService:
         member who may chat with the bot may run them)."""
         if self._check_model is not None:
             self._check_model(config.model_id)
+        if config.plugin_tools:
+            pairs = set(
+                session.execute(
+                    select(PluginTool.plugin_id, PluginTool.id)
+                    .join(PluginRecord, PluginRecord.id == PluginTool.plugin_id)
+                    .where(
+                        PluginRecord.space_id == space_id,
+                        PluginTool.id.in_([t.tool_id for t in config.plugin_tools]),
+                    )
+                ).tuples()
+            )
+            unknown = [t for t in config.plugin_tools if (t.plugin_id, t.tool_id) not in pairs]
+            if unknown:
+                named = ", ".join(f"plugin_id {t.plugin_id} api_id {t.tool_id}" for t in unknown)
+                raise InvalidParameter(
+                    f"plugin_id_list: no such plugin tool in the bot's space: {named}"
+                )
         if not config.workflow_ids:
             return
         found = set(
@@ -327,6 +361,34 @@ class BotService:
     def _info(self, session: Any, row: BotRecord) -> BotInfo:
         bindings = session.scalars(select(BotConnector).where(BotConnector.bot_id == row.id)).all()
         return _build(row, bindings)
+
+
+#: fields of Coze's bot bodies coze_lab does not keep, with what to do instead
+UNSUPPORTED_FIELDS = {
+    "icon_file_id": "bot icons from uploaded files are not kept here; set icon_url instead",
+}
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """400 naming a field we would otherwise drop silently."""
+    for name, instead in UNSUPPORTED_FIELDS.items():
+        if body.get(name) not in (None, ""):
+            raise InvalidParameter(f"{name} is not supported: {instead}")
+
+
+def _newest_workflow_versions(session: Any, config: BotConfig) -> dict[int, int]:
+    """workflow_id → its newest published version, for a publish to freeze; NotFound for
+    a workflow never published (a published bot could not run it)."""
+    rows = session.execute(
+        select(WorkflowVersion.workflow_id, func.max(WorkflowVersion.version))
+        .where(WorkflowVersion.workflow_id.in_(config.workflow_ids))
+        .group_by(WorkflowVersion.workflow_id)
+    ).all()
+    newest = {row[0]: row[1] for row in rows}
+    missing = [str(i) for i in config.workflow_ids if i not in newest]
+    if missing:
+        raise NotFound(f"workflow {', '.join(missing)} has no published version; publish it")
+    return {i: int(newest[i]) for i in config.workflow_ids}
 
 
 def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:
