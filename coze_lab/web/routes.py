@@ -23,6 +23,7 @@ from coze_lab.web.handlers.bots import (
     BotsHandler,
     BotUnpublishHandler,
     BotUpdateHandler,
+    ConnectorBotHandler,
     PublishedBotsListHandler,
     StudioBotChatHandler,
     StudioBotConversationsHandler,
@@ -49,6 +50,7 @@ from coze_lab.web.handlers.conversations import (
     ConversationsHandler,
     MessageCreateHandler,
     MessageDeleteHandler,
+    MessageFeedbackHandler,
     MessageListHandler,
     MessageModifyHandler,
     MessageRetrieveHandler,
@@ -581,6 +583,28 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v1/connectors/{connector_id}/bots/{bot_id}",
+        ConnectorBotHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "put",
+                "A connector's review of a published bot (2 approved; 3 rejected: no longer "
+                "served there)",
+                "bots",
+                body={
+                    "type": "object",
+                    "required": ["audit_status"],
+                    "properties": {
+                        "audit_status": {"enum": [1, 2, 3]},
+                        "reason": s.STR,
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
         "/v1/space/published_bots_list",
         PublishedBotsListHandler,
         COZE,
@@ -654,12 +678,44 @@ ROUTES: tuple[Route, ...] = (
         ops=(
             Op(
                 "put",
-                "Rename a conversation",
+                "Rename a conversation and/or replace its meta_data",
                 "conversations",
                 data=s.CONVERSATION,
-                body={"type": "object", "properties": {"name": s.STR}},
+                body={
+                    "type": "object",
+                    "properties": {
+                        "name": s.STR,
+                        "meta_data": {
+                            "type": ["object", "null"],
+                            "additionalProperties": {"type": "string"},
+                        },
+                    },
+                },
             ),
             Op("delete", "Delete a conversation", "conversations"),
+        ),
+    ),
+    Route(
+        "/v1/conversations/{conversation_id}/messages/{message_id}/feedback",
+        MessageFeedbackHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Like or unlike one of the bot's answers",
+                "conversations",
+                body={
+                    "type": "object",
+                    "required": ["feedback_type"],
+                    "properties": {
+                        "feedback_type": {"enum": ["like", "unlike"]},
+                        "reason_types": {"type": "array", "items": s.STR, "maxItems": 10},
+                        "comment": s.STR,
+                    },
+                },
+            ),
+            Op("delete", "Take the feedback on an answer back", "conversations"),
         ),
     ),
     Route(

@@ -350,7 +350,8 @@ def conversation(info: ConversationInfo) -> dict[str, Any]:
 
 
 def message(info: MessageInfo) -> dict[str, Any]:
-    return {
+    """Coze's Message; ``feedback`` (the user's like or unlike) only when there is one."""
+    data = {
         "id": str(info.id),
         "conversation_id": str(info.conversation_id),
         "section_id": str(info.section_id),
@@ -365,6 +366,9 @@ def message(info: MessageInfo) -> dict[str, Any]:
         "updated_at": to_unix(info.updated_at),
         "reasoning_content": info.reasoning_content or "",
     }
+    if info.feedback is not None:
+        data["feedback"] = info.feedback
+    return data
 
 
 def chat(info: ChatInfo) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from cozepy import (
     ChatStatus,
     Coze,
     CozeAPIError,
+    FeedbackType,
     Message,
     MessageType,
     PluginIDList,
@@ -54,6 +55,10 @@ class Lab:
     def post(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"}
         return httpx.post(self.server.url + path, headers=headers, timeout=30, **kwargs)
+
+    def put(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        return httpx.put(self.server.url + path, headers=headers, timeout=30, **kwargs)
 
     def get(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"}
@@ -840,3 +845,116 @@ def test_a_published_bot_keeps_the_workflow_versions_it_was_published_with(
     assert updated["code"] == 0
     refused = lab.post("/v1/bot/publish", json={"bot_id": bot_id, "connector_ids": ["1024"]}).json()
     assert refused["code"] == 4200 and sketch in refused["msg"] and "publish" in refused["msg"]
+
+
+def test_conversation_meta_data_update(lab: Lab) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    coze = lab.coze()
+    conv = coze.conversations.create(bot_id=bot_id, meta_data={"k": "v"})
+    changed = lab.put(
+        f"/v1/conversations/{conv.id}", json={"meta_data": {"topic": "trips", "n": "2"}}
+    ).json()
+    assert changed["code"] == 0 and changed["data"]["meta_data"] == {"topic": "trips", "n": "2"}
+    assert coze.conversations.retrieve(conversation_id=conv.id).meta_data == {
+        "topic": "trips",
+        "n": "2",
+    }
+    # a rename (cozepy sends only the name) keeps the meta_data; bad meta_data changes nothing
+    assert coze.conversations.update(conversation_id=conv.id, name="Trips").meta_data == {
+        "topic": "trips",
+        "n": "2",
+    }
+    bad = lab.put(
+        f"/v1/conversations/{conv.id}", json={"name": "lost", "meta_data": {"n": 2}}
+    ).json()
+    assert bad["code"] == 4000 and "meta_data" in bad["msg"]
+    kept = coze.conversations.retrieve(conversation_id=conv.id)
+    assert kept.name == "Trips" and kept.meta_data["n"] == "2"
+    other = lab.put(f"/v1/conversations/{conv.id}", who="bob", json={"meta_data": {}}).json()
+    assert other["code"] == 4200
+
+
+def test_message_feedback(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    coze = lab.coze()
+    model_server.script(["Paris."])
+    poll = coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("Capital?")
+    )
+    conv, answer = poll.chat.conversation_id, poll.messages[-1]
+    feedback = coze.conversations.messages.feedback
+    feedback.create(
+        conversation_id=conv,
+        message_id=answer.id,
+        feedback_type=FeedbackType.UNLIKE,
+        reason_types=["too short", "too short"],
+        comment="say more",
+    )
+    path = "/v1/conversation/message/retrieve"
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert got["feedback"]["feedback_type"] == "unlike"
+    assert got["feedback"]["reason_types"] == ["too short"]
+    assert got["feedback"]["comment"] == "say more"
+    feedback.create(conversation_id=conv, message_id=answer.id, feedback_type=FeedbackType.LIKE)
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert got["feedback"]["feedback_type"] == "like" and got["feedback"]["reason_types"] == []
+    question = [m for m in coze.conversations.messages.list(conversation_id=conv)][-1]
+    assert question.type == MessageType.QUESTION
+    with pytest.raises(CozeAPIError) as not_an_answer:
+        feedback.create(conversation_id=conv, message_id=question.id, feedback_type="like")
+    assert not_an_answer.value.code == 4000 and "answer" in not_an_answer.value.msg
+    bad = lab.post(
+        f"/v1/conversations/{conv}/messages/{answer.id}/feedback", json={"feedback_type": "meh"}
+    ).json()
+    assert bad["code"] == 4000 and "feedback_type" in bad["msg"]
+    with pytest.raises(CozeAPIError) as bobs:
+        lab.coze("bob").conversations.messages.feedback.create(
+            conversation_id=conv, message_id=answer.id, feedback_type=FeedbackType.LIKE
+        )
+    assert bobs.value.code == 4200
+    feedback.delete(conversation_id=conv, message_id=answer.id)
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert "feedback" not in got
+    with pytest.raises(CozeAPIError) as gone:
+        feedback.delete(conversation_id=conv, message_id=answer.id)
+    assert gone.value.code == 4200
+
+
+def test_a_connectors_review_of_a_published_bot(lab: Lab, model_server: ModelServer) -> None:
+    from cozepy.connectors.bots import AuditStatus
+
+    bot_id = make_bot(lab)
+    reviews = lab.coze().connectors.bots
+    with pytest.raises(CozeAPIError) as unpublished:
+        reviews.update(bot_id=bot_id, connector_id="999", audit_status=AuditStatus.APPROVED)
+    assert unpublished.value.code == 4015
+    publish(lab, bot_id)
+    reviews.update(bot_id=bot_id, connector_id="999", audit_status=AuditStatus.APPROVED)
+    for status, reason, word in (
+        (AuditStatus.REJECTED, None, "reason"),
+        (AuditStatus.PENDING, None, "pending"),
+    ):
+        with pytest.raises(CozeAPIError) as err:
+            reviews.update(bot_id=bot_id, connector_id="999", audit_status=status, reason=reason)
+        assert err.value.code == 4000 and word in err.value.msg
+    with pytest.raises(CozeAPIError) as unknown:
+        reviews.update(bot_id=bot_id, connector_id="777", audit_status=AuditStatus.APPROVED)
+    assert unknown.value.code == 4000 and "connector_id" in unknown.value.msg
+    with pytest.raises(CozeAPIError) as bobs:
+        lab.coze("bob").connectors.bots.update(
+            bot_id=bot_id, connector_id="999", audit_status=AuditStatus.REJECTED, reason="no"
+        )
+    assert bobs.value.code == 4200
+    reviews.update(
+        bot_id=bot_id, connector_id="999", audit_status=AuditStatus.REJECTED, reason="off-topic"
+    )
+    # no longer served on the Web SDK connector; still on the API
+    with pytest.raises(CozeAPIError) as refused:
+        lab.coze("alice_web").chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
+    assert refused.value.code == 4015
+    poll = lab.coze().chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("hi")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED

@@ -28,6 +28,9 @@ from coze_lab.store.models import (
 )
 
 VERSION_CACHE = 1024
+#: Coze's connector review results (``/v1/connectors/{connector_id}/bots/{bot_id}``)
+AUDIT_PENDING, AUDIT_APPROVED, AUDIT_REJECTED = 1, 2, 3
+AUDIT_STATUSES = (AUDIT_PENDING, AUDIT_APPROVED, AUDIT_REJECTED)
 PUBLISH_STATUSES = ("all", "published_online", "published_draft", "unpublished_draft")
 
 
@@ -260,6 +263,32 @@ class BotService:
             )
             if not result.rowcount:
                 raise NotFound(f"bot {bot_id} is not published to connector {connector_id}")
+
+    def review(
+        self, owner_id: int, bot_id: int, connector_id: str, audit_status: Any, reason: Any
+    ) -> None:
+        """A connector's review of a published bot (Coze's ``audit_status``: 1 pending,
+        2 approved, 3 rejected). Our connectors serve a bot as soon as it is published, so
+        there is nothing to wait for: approved keeps it served, rejected (with a reason)
+        stops serving it on that connector, as an unpublish does; pending is refused."""
+        connectors.check_publishable(connector_id)
+        if isinstance(audit_status, bool) or audit_status not in AUDIT_STATUSES:
+            raise InvalidParameter("audit_status must be 1 (pending), 2 (approved) or 3 (rejected)")
+        if audit_status == AUDIT_PENDING:
+            raise InvalidParameter(
+                "audit_status 1 (pending) is not supported: coze_lab's connectors have no review "
+                "queue, a published bot is served at once"
+            )
+        why = text(reason, "reason", 1000)
+        if audit_status == AUDIT_REJECTED and not why.strip():
+            raise InvalidParameter("reason is required when audit_status is 3 (rejected)")
+        with self._db.transaction() as session:
+            self._editable(session, owner_id, bot_id)
+            binding = session.get(BotConnector, (bot_id, connector_id))
+            if binding is None:
+                raise connectors.not_published(bot_id, connector_id)
+            if audit_status == AUDIT_REJECTED:
+                session.delete(binding)
 
     def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
         """The configuration a chat on ``connector_id`` runs: the draft on the Playground,

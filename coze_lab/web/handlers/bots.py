@@ -65,6 +65,23 @@ class BotUnpublishHandler(CozeHandler):
         self.reply({})
 
 
+class ConnectorBotHandler(CozeHandler):
+    """PUT /v1/connectors/{connector_id}/bots/{bot_id}: the connector's review result
+    (``audit_status`` 2 approved, 3 rejected with a ``reason``: no longer served there)."""
+
+    def put(self, connector_id: str, bot_id: str) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        self.runtime.bots.review(
+            user.id,
+            parse_id(bot_id, "bot_id"),
+            connector_id,
+            body.get("audit_status"),
+            body.get("reason"),
+        )
+        self.reply({})
+
+
 class BotOnlineInfoHandler(CozeHandler):
     """GET /v1/bot/get_online_info?bot_id=: the newest published configuration."""
 
