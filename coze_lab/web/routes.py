@@ -16,6 +16,7 @@ from coze_lab.web.api_document import document
 from coze_lab.web.base import CozeHandler, NotFoundHandler, own_methods
 from coze_lab.web.handlers.admin import UsageHandler
 from coze_lab.web.handlers.bots import (
+    AppsHandler,
     BotCreateHandler,
     BotItemHandler,
     BotOnlineInfoHandler,
@@ -34,6 +35,7 @@ from coze_lab.web.handlers.bots import (
     StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
+    TemplateDuplicateHandler,
 )
 from coze_lab.web.handlers.chat import (
     ChatCancelHandler,
@@ -601,6 +603,57 @@ ROUTES: tuple[Route, ...] = (
                         "reason": s.STR,
                     },
                 },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/templates/{template_id}/duplicate",
+        TemplateDuplicateHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "post",
+                "Copy a bot you can read (the template) as a new draft bot in a space",
+                "bots",
+                data={
+                    "type": "object",
+                    "properties": {"entity_id": s.ID, "entity_type": {"enum": ["agent"]}},
+                    "required": ["entity_id", "entity_type"],
+                },
+                body={
+                    "type": "object",
+                    "required": ["workspace_id"],
+                    "properties": {"workspace_id": s.ID, "name": {"type": ["string", "null"]}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/apps",
+        AppsHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "Coze's apps: there are none in coze_lab (an empty list for your space)",
+                "bots",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "maxItems": 0},
+                        "total": {"type": "integer"},
+                    },
+                    "required": ["items", "total"],
+                },
+                query=(
+                    ("workspace_id", "string", True),
+                    ("publish_status", "string", False),
+                    ("connector_id", "string", False),
+                    ("page_index", "integer", False),
+                    ("page_size", "integer", False),
+                ),
             ),
         ),
     ),

@@ -958,3 +958,36 @@ def test_a_connectors_review_of_a_published_bot(lab: Lab, model_server: ModelSer
         bot_id=bot_id, user_id="u", additional_messages=ask("hi")
     )
     assert poll.chat.status == ChatStatus.COMPLETED
+
+
+def test_template_duplicate_copies_a_bot_and_apps_are_none(lab: Lab) -> None:
+    coze = lab.coze()
+    bot_id = make_bot(lab, prompt="published prompt")
+    publish(lab, bot_id)
+    coze.bots.update(bot_id=bot_id, prompt_info=BotPromptInfo(prompt="draft prompt"))
+    copy = coze.templates.duplicate(
+        template_id=bot_id, workspace_id=lab.workspaces["alice"], name="Copy"
+    )
+    assert copy.entity_type == "agent" and copy.entity_id != bot_id
+    made = coze.bots.retrieve(bot_id=copy.entity_id, is_published=False, use_api_version=2)
+    assert made.name == "Copy" and made.prompt_info.prompt == "published prompt"
+    unpublished = lab.get(f"/v1/bots/{copy.entity_id}").json()
+    assert unpublished["code"] == 4015  # a copy is a draft
+    same_name = coze.templates.duplicate(
+        template_id=copy.entity_id, workspace_id=lab.workspaces["alice"]
+    )
+    assert (
+        coze.bots.retrieve(bot_id=same_name.entity_id, is_published=False, use_api_version=2).name
+        == "Copy"
+    )
+    with pytest.raises(CozeAPIError) as hidden:
+        lab.coze("bob").templates.duplicate(template_id=bot_id, workspace_id=lab.workspaces["bob"])
+    assert hidden.value.code == 4200 and "template" in hidden.value.msg
+    with pytest.raises(CozeAPIError) as elsewhere:
+        coze.templates.duplicate(template_id=bot_id, workspace_id=lab.workspaces["bob"])
+    assert elsewhere.value.code in (4101, 4200)
+
+    assert list(coze.apps.list(workspace_id=lab.workspaces["alice"])) == []
+    with pytest.raises(CozeAPIError) as not_yours:
+        list(lab.coze("bob").apps.list(workspace_id=lab.workspaces["alice"]))
+    assert not_yours.value.code == 4200

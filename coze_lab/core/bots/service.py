@@ -145,6 +145,39 @@ class BotService:
             row.updated_at = self._clock()
             return self._info(session, row)
 
+    def duplicate(self, user_id: int, bot_id: int, workspace_id: int, name: Any = None) -> BotInfo:
+        """A new draft bot in ``workspace_id`` with the configuration of a bot the user can
+        read (its newest published version, else its draft): Coze's template duplicate,
+        where any bot you can read is a template. ``name`` defaults to the source's."""
+        with self._db.transaction() as session:
+            try:
+                source = self._visible(session, user_id, bot_id)
+            except NotFound:
+                raise NotFound(
+                    f"template {bot_id} does not exist (templates here are the bots you can read)"
+                ) from None
+            Access.load(session, user_id).require(workspace_id, Permission.EDIT)
+            version = self._newest_version(session, bot_id)
+            config = BotConfig.from_dict(version.config if version is not None else source.draft)
+            # pins belong to a published version; the copy is a draft
+            config = replace(config, plugin_versions={}, workflow_versions={})
+            self._check(workspace_id, config, session)
+            now = self._clock()
+            row = BotRecord(
+                id=new_id(),
+                owner_id=user_id,
+                workspace_id=workspace_id,
+                name=source.name if name in (None, "") else self.limits.name(name, "name"),
+                description=source.description,
+                icon_url=source.icon_url,
+                draft=config.to_dict(),
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(row)
+            session.flush()
+            return self._info(session, row)
+
     def get(self, owner_id: int, bot_id: int, *, published: bool = False) -> BotInfo:
         """The draft, or with ``published`` the newest published version (404 if none)."""
         with self._db.reading() as session:
