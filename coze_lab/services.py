@@ -20,6 +20,7 @@ from coze_lab.store import Database
 
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
+    from coze_lab.core.chat.flow import ChatflowService
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
     from coze_lab.core.plugins import PluginService
@@ -84,6 +85,7 @@ class Runtime:
         self.usage = UsageService(self.db)
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
+        self._chatflows: ChatflowService | None = None
         #: the code-node runner; None: the Deno + Pyodide pool
         self._sandbox: Runner | None = runner
         self._engine: Engine | None = None
@@ -235,6 +237,17 @@ class Runtime:
             )
         return self._chats
 
+    @property
+    def chatflows(self) -> ChatflowService:
+        """Chat-flow chats (``/v1/workflows/chat``) of this runtime's event loop."""
+        if self._chatflows is None:
+            from coze_lab.core.chat.flow import ChatflowService
+
+            self._chatflows = ChatflowService(
+                self.workflows, lambda: self.runs, self.conversations, clock=self.clock
+            )
+        return self._chatflows
+
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""
         if self.public_url:
@@ -285,6 +298,8 @@ class Runtime:
     async def close(self) -> None:
         if self._chats is not None:
             await self._chats.close()
+        if self._chatflows is not None:
+            await self._chatflows.close()
         if self._engine is not None:
             await self._engine.close()
         if self._completer is not None:

@@ -43,6 +43,7 @@ from coze_lab.web.handlers.chat import (
     ChatMessagesHandler,
     ChatRetrieveHandler,
     ChatSubmitToolOutputsHandler,
+    WorkflowChatHandler,
 )
 from coze_lab.web.handlers.conversations import (
     ConversationClearHandler,
@@ -365,6 +366,38 @@ ROUTES: tuple[Route, ...] = (
                         "event_id": s.ID,
                         "resume_data": {},
                         "interrupt_type": {"type": "integer"},
+                    },
+                },
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/chat",
+        WorkflowChatHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "post",
+                "A chat-flow chat: run a workflow whose start takes USER_INPUT in a "
+                "conversation, streamed with Coze's chat events",
+                "workflow",
+                body={
+                    "type": "object",
+                    "required": ["workflow_id", "additional_messages"],
+                    "properties": {
+                        "workflow_id": s.ID,
+                        "additional_messages": {
+                            "type": "array",
+                            "items": s.MESSAGE_IN,
+                            "minItems": 1,
+                        },
+                        "parameters": {"type": ["object", "string"]},
+                        "conversation_id": s.OPTIONAL_ID,
+                        "bot_id": {"type": "string"},
+                        "app_id": {"type": "string"},
+                        "ext": {"type": "object"},
                     },
                 },
                 stream=True,

@@ -376,7 +376,7 @@ def chat(info: ChatInfo) -> dict[str, Any]:
         "id": str(info.id),
         "conversation_id": str(info.conversation_id),
         "section_id": str(info.section_id),
-        "bot_id": str(info.bot_id),
+        "bot_id": str(info.bot_id) if info.bot_id else "",  # none: a chat-flow's chat
         "status": info.status,
         "created_at": to_unix(info.created_at),
         "meta_data": info.meta_data,

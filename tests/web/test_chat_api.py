@@ -991,3 +991,105 @@ def test_template_duplicate_copies_a_bot_and_apps_are_none(lab: Lab) -> None:
     with pytest.raises(CozeAPIError) as not_yours:
         list(lab.coze("bob").apps.list(workspace_id=lab.workspaces["alice"]))
     assert not_yours.value.code == 4200
+
+
+def save_workflow(lab: Lab, wf) -> str:
+    saved = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True})
+    assert saved.status_code == 201, saved.text
+    return saved.json()["data"]["id"]
+
+
+def test_a_chat_flow_runs_in_a_conversation(lab: Lab) -> None:
+    import coze_lab as cl
+
+    echo = cl.Workflow("echo")
+    echo.inputs(USER_INPUT=str, CONVERSATION_HISTORY=(list, []))
+    echo.text("say", template="{{start.USER_INPUT}} after {{start.CONVERSATION_HISTORY}}")
+    echo.end(output="{{say.output}}")
+    workflow_id = save_workflow(lab, echo)
+    coze = lab.coze()
+    events = list(
+        coze.workflows.chat.stream(workflow_id=workflow_id, additional_messages=ask("Hi"))
+    )
+    names = [e.event for e in events]
+    assert names == [
+        ChatEventType.CONVERSATION_CHAT_CREATED,
+        ChatEventType.CONVERSATION_CHAT_IN_PROGRESS,
+        ChatEventType.CONVERSATION_MESSAGE_DELTA,
+        ChatEventType.CONVERSATION_MESSAGE_COMPLETED,
+        ChatEventType.CONVERSATION_CHAT_COMPLETED,
+    ]
+    answer, chat = events[3].message, events[-1].chat
+    assert answer.content == "Hi after []" and answer.type == MessageType.ANSWER
+    assert chat.status == ChatStatus.COMPLETED and answer.chat_id == chat.id
+    conversation = chat.conversation_id
+    again = list(
+        coze.workflows.chat.stream(
+            workflow_id=workflow_id, conversation_id=conversation, additional_messages=ask("More")
+        )
+    )
+    second = again[3].message.content
+    assert second.startswith("More after ") and '"content": "Hi"' in second.replace('":"', '": "')
+    saved = coze.conversations.messages.list(conversation_id=conversation, order="asc")
+    assert [(m.role, m.content) for m in saved][::2] == [("user", "Hi"), ("user", "More")]
+    assert [m.content for m in saved][1] == "Hi after []"
+
+    # a question is the chat's answer; the next message in the conversation answers it
+    trip = cl.Workflow("trip")
+    trip.inputs(USER_INPUT=str)
+    trip.question("where", question="Where to, {{start.USER_INPUT}}?", choices=["Rome", "Paris"])
+    trip.end(output="{{start.USER_INPUT}} goes to {{where.answer}}")
+    trip_id = save_workflow(lab, trip)
+    asked = list(coze.workflows.chat.stream(workflow_id=trip_id, additional_messages=ask("Ann")))
+    question = asked[3].message
+    assert question.content == "Where to, Ann?\n1. Rome\n2. Paris"
+    assert asked[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+    answered = list(
+        coze.workflows.chat.stream(
+            workflow_id=trip_id,
+            conversation_id=asked[-1].chat.conversation_id,
+            additional_messages=ask("Rome"),
+        )
+    )
+    assert answered[3].message.content == "Ann goes to Rome"
+
+    # refused before anything is written
+    with pytest.raises(CozeAPIError) as not_a_flow:
+        list(
+            coze.workflows.chat.stream(
+                workflow_id=save_workflow(lab, plain_workflow()), additional_messages=ask("x")
+            )
+        )
+    assert not_a_flow.value.code == 4000 and "USER_INPUT" in not_a_flow.value.msg
+    bot_conversation = coze.conversations.create(bot_id=publish_new_bot(lab)).id
+    with pytest.raises(CozeAPIError) as bots:
+        list(
+            coze.workflows.chat.stream(
+                workflow_id=workflow_id,
+                conversation_id=bot_conversation,
+                additional_messages=ask("x"),
+            )
+        )
+    assert bots.value.code == 4000 and "belongs to bot" in bots.value.msg
+    with pytest.raises(CozeAPIError) as other:
+        list(
+            lab.coze("bob").workflows.chat.stream(
+                workflow_id=workflow_id, additional_messages=ask("x")
+            )
+        )
+    assert other.value.code == 4200
+
+
+def plain_workflow() -> object:
+    import coze_lab as cl
+
+    plain = cl.Workflow("plain")
+    plain.inputs(city=str)
+    plain.end(city="{{start.city}}")
+    return plain
+
+
+def publish_new_bot(lab: Lab) -> str:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    return bot_id

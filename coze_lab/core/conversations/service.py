@@ -418,6 +418,21 @@ class ConversationService:
             session.delete(row)
             return info
 
+    def last_answer(self, conversation: ConversationInfo) -> MessageInfo | None:
+        """The newest assistant message of the conversation's current section."""
+        with self._db.reading() as session:
+            row = session.scalars(
+                select(Message)
+                .where(
+                    Message.conversation_id == conversation.id,
+                    Message.section_id == conversation.section_id,
+                    Message.role == "assistant",
+                )
+                .order_by(Message.id.desc())
+                .limit(1)
+            ).first()
+            return None if row is None else message_info(row)
+
     def history(self, conversation: ConversationInfo, *, rounds: int) -> list[MessageInfo]:
         """The questions and answers of the current section, the last ``rounds`` rounds."""
         if rounds <= 0:
