@@ -738,7 +738,7 @@ def test_suggested_follow_up_questions(lab: Lab, model_server: ModelServer) -> N
         "Second city?",
     ]
     assert suggested["messages"][-1]["content"] == "Two questions, please."
-    # disabled, or a failing suggestion call: the answer alone
+    # customized without its prompt is refused by name
     bad = lab.post(
         "/v1/bot/update",
         json={"bot_id": bot_id, "suggest_reply_info": {"reply_mode": "customized"}},
