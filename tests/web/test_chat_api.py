@@ -31,7 +31,13 @@ from cozepy import (
 
 from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
-from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from coze_lab.testing import (
+    ErrorReply,
+    ModelServer,
+    ScriptedToolCall,
+    TextReply,
+    ToolCallsReply,
+)
 from tests.support import ServerProcess
 
 
@@ -738,6 +744,16 @@ def test_suggested_follow_up_questions(lab: Lab, model_server: ModelServer) -> N
         "Second city?",
     ]
     assert suggested["messages"][-1]["content"] == "Two questions, please."
+    # a failing suggestion call leaves the answer alone
+    model_server.script(["Marseille.", ErrorReply(500, "suggestions are down")])
+    poll = coze.chat.create_and_poll(
+        conversation_id=chat.conversation_id,
+        bot_id=bot_id,
+        user_id="u",
+        additional_messages=ask("Third city?"),
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED
+    assert [(m.type, m.content) for m in poll.messages] == [("answer", "Marseille.")]
     # customized without its prompt is refused by name
     bad = lab.post(
         "/v1/bot/update",
@@ -1093,3 +1109,33 @@ def publish_new_bot(lab: Lab) -> str:
     bot_id = make_bot(lab)
     publish(lab, bot_id)
     return bot_id
+
+
+def test_a_chat_flow_whose_run_fails_fails_the_chat(lab: Lab, model_server: ModelServer) -> None:
+    import coze_lab as cl
+
+    flow = cl.Workflow("ask_model")
+    flow.inputs(USER_INPUT=str)
+    flow.llm("reply", prompt="{{start.USER_INPUT}}")
+    flow.end(output="{{reply.output}}")
+    workflow_id = save_workflow(lab, flow)
+    coze = lab.coze()
+    model_server.script([ErrorReply(400, "the model refused")])
+    events = list(
+        coze.workflows.chat.stream(workflow_id=workflow_id, additional_messages=ask("Hi"))
+    )
+    assert [e.event for e in events][-1] == ChatEventType.CONVERSATION_CHAT_FAILED
+    failed = events[-1].chat
+    assert failed.status == ChatStatus.FAILED and "the model refused" in failed.last_error.msg
+    model_server.script(["Hello there."])
+    events = list(
+        coze.workflows.chat.stream(
+            workflow_id=workflow_id,
+            conversation_id=failed.conversation_id,
+            additional_messages=ask("Hi again"),
+        )
+    )
+    assert events[3].message.content == "Hello there."
+    assert events[-1].chat.usage.token_count > 0
+    saved = coze.conversations.messages.list(conversation_id=failed.conversation_id, order="asc")
+    assert [m.content for m in saved] == ["Hi", "Hi again", "Hello there."]
