@@ -205,7 +205,11 @@ class ChatflowService:
             if info.status == "succeeded":
                 content = answer_text(info.outputs or {})
             elif info.status == "interrupted":
-                question = runs.pending(chat.owner_id, run_id)[0]
+                pending = runs.pending(chat.owner_id, run_id)
+                if not pending:  # answered or expired meanwhile
+                    self._failed(channel, chat, 5100, "the workflow paused with no question open")
+                    return
+                question = pending[0]
                 content = question_text(question.data)
                 meta.update(event_id=str(question.event_id), interrupt_type=question.type)
             else:
