@@ -20,6 +20,7 @@ from coze_lab.store import Database
 
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
+    from coze_lab.core.chat.flow import ChatflowService
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
     from coze_lab.core.plugins import PluginService
@@ -66,7 +67,11 @@ class Runtime:
         from coze_lab.core.conversations import ConversationService
 
         self.bots = BotService(
-            self.db, clock=clock, plugin_versions=self._plugin_versions, limits=self.limits
+            self.db,
+            clock=clock,
+            check_model=self._check_model,
+            plugin_versions=self._plugin_versions,
+            limits=self.limits,
         )
         self.conversations = ConversationService(
             self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
@@ -80,6 +85,7 @@ class Runtime:
         self.usage = UsageService(self.db)
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
+        self._chatflows: ChatflowService | None = None
         #: the code-node runner; None: the Deno + Pyodide pool
         self._sandbox: Runner | None = runner
         self._engine: Engine | None = None
@@ -231,11 +237,34 @@ class Runtime:
             )
         return self._chats
 
+    @property
+    def chatflows(self) -> ChatflowService:
+        """Chat-flow chats (``/v1/workflows/chat``) of this runtime's event loop."""
+        if self._chatflows is None:
+            from coze_lab.core.chat.flow import ChatflowService
+
+            self._chatflows = ChatflowService(
+                self.workflows, lambda: self.runs, self.conversations, clock=self.clock
+            )
+        return self._chatflows
+
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""
         if self.public_url:
             return self.public_url
         return self.default_public_url() if self.default_public_url is not None else None
+
+    def _check_model(self, model_id: str) -> None:
+        """A bot names ``default`` (whatever model that is when it chats) or a model of the
+        registry; any other id is a 400 naming it."""
+        if model_id in ("", "default") or model_id in self.models:
+            return
+        from coze_lab.core.errors import InvalidParameter
+
+        known = ", ".join(dict.fromkeys(["default", *sorted(m.id for m in self.models.list())]))
+        raise InvalidParameter(
+            f"model_info_config.model_id: model '{model_id}' does not exist (configured: {known})"
+        )
 
     def _plugin_versions(self, owner_id: int, tool_ids: Any) -> dict[int, int]:
         return self.plugins.online_versions(owner_id, tool_ids)
@@ -269,6 +298,8 @@ class Runtime:
     async def close(self) -> None:
         if self._chats is not None:
             await self._chats.close()
+        if self._chatflows is not None:
+            await self._chatflows.close()
         if self._engine is not None:
             await self._engine.close()
         if self._completer is not None:

@@ -107,6 +107,46 @@ def test_the_http_reference_lists_every_route() -> None:
     assert not missing, f"routes missing from docs/reference/http-api.md: {missing}"
 
 
+def sdk_endpoint_rows() -> dict[str, str]:
+    """The table "Coze endpoints of the official SDKs": path (params as ``{}``) → Here."""
+    text = (DOCS / "reference" / "http-api.md").read_text(encoding="utf-8")
+    section = text.split("## Coze endpoints of the official SDKs", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        match = re.match(r"\| `(?P<path>/[^`]+)` \|[^|]*\|[^|]*\|[^|]*\| (?P<here>[^|]+) \|$", line)
+        if match:
+            rows[re.sub(r"\{[^}]+\}", "{}", match.group("path"))] = match.group("here")
+    return rows
+
+
+def cozepy_endpoints() -> set[str]:
+    """Every HTTP path the installed cozepy calls (params as ``{}``)."""
+    import cozepy
+
+    root = Path(cozepy.__file__).parent
+    found = set()
+    for source in root.rglob("*.py"):
+        for match in re.finditer(r'f"\{self\._base_url\}(/[^"?]*)"', source.read_text()):
+            found.add(re.sub(r"\{[^}]+\}", "{}", match.group(1)))
+    for source in (root / "websockets").rglob("*.py"):
+        found.update("/" + m for m in re.findall(r'path="(v1/[a-z_/]+)"', source.read_text()))
+    return found
+
+
+def test_the_sdk_endpoint_table_covers_cozepy_and_matches_the_routes() -> None:
+    from coze_lab.web.routes import ROUTES
+
+    rows = sdk_endpoint_rows()
+    assert len(rows) > 60
+    unlisted = sorted(cozepy_endpoints() - set(rows))
+    assert not unlisted, f"cozepy endpoints missing from the SDK table: {unlisted}"
+    served = {re.sub(r"\{[^}]+\}", "{}", route.path) for route in ROUTES}
+    wrong = sorted(
+        path for path, here in rows.items() if here.startswith("served") != (path in served)
+    )
+    assert not wrong, f"the SDK table's served / not served is wrong for {wrong}"
+
+
 def test_the_configuration_reference_lists_every_setting() -> None:
     from coze_lab.config import CozeLab
 

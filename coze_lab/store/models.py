@@ -347,6 +347,8 @@ class Message(Base):
     content_type: Mapped[str] = mapped_column(String(24))
     meta_data: Mapped[dict] = mapped_column(JSON)
     reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: the user's like or unlike of a bot's answer (Coze's message feedback)
+    feedback: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

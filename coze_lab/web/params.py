@@ -43,3 +43,17 @@ def optional_str_list(body: dict[str, Any], name: str) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidParameter(f"{name} must be a list of strings")
     return value
+
+
+def version_number(raw: Any, name: str) -> int | None:
+    """A published version as the Coze API writes it (``"3"``, ``"v3"`` or ``3``); None
+    when absent.
+
+    Example:
+        >>> version_number("v2", "version"), version_number(None, "version")
+        (2, None)
+    """
+    if raw is None or raw == "":
+        return None
+    text = raw[1:] if isinstance(raw, str) and raw[:1] in "vV" else raw
+    return int_value(text, name, default=0, low=1, high=10**9)

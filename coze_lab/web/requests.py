@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from coze_lab.core.chat import ChatRequest
+from coze_lab.core.chat.flow import ChatflowRequest
 from coze_lab.core.chat.prompt import check_custom_variables
 from coze_lab.core.conversations import parse_message
 from coze_lab.core.conversations.content import check_meta_data
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 
 MAX_ADDITIONAL_MESSAGES = 100
 
@@ -56,6 +58,39 @@ def parse_chat_request(
         user_id=user_id,
         stream=stream,
         auto_save_history=auto_save,
+    )
+
+
+def parse_chatflow_request(body: Mapping[str, Any]) -> ChatflowRequest:
+    """Validate a ``/v1/workflows/chat`` body (``parameters`` as an object or JSON text;
+    ``bot_id``, ``app_id`` and ``ext`` are not used by a chat-flow here).
+
+    Example:
+        >>> request = parse_chatflow_request({"workflow_id": "7", "additional_messages": [
+        ...     {"role": "user", "content": "Hi", "content_type": "text"}]})
+        >>> request.workflow_id, request.messages[-1].content
+        (7, 'Hi')
+    """
+    raw_messages = body.get("additional_messages") or []
+    if not isinstance(raw_messages, list) or len(raw_messages) > MAX_ADDITIONAL_MESSAGES:
+        raise InvalidParameter(
+            f"additional_messages must be a list of at most {MAX_ADDITIONAL_MESSAGES} messages"
+        )
+    parameters = body.get("parameters") or {}
+    if isinstance(parameters, str):
+        parameters = parse_json(parameters, "parameters")
+    if not isinstance(parameters, dict):
+        raise InvalidParameter("parameters must be an object")
+    conversation_id = body.get("conversation_id")
+    return ChatflowRequest(
+        workflow_id=parse_id(body.get("workflow_id"), "workflow_id"),
+        messages=[
+            parse_message(m, f"additional_messages[{i}]") for i, m in enumerate(raw_messages)
+        ],
+        conversation_id=None
+        if conversation_id in (None, "")
+        else parse_id(conversation_id, "conversation_id"),
+        parameters=parameters,
     )
 
 

@@ -16,6 +16,7 @@ from coze_lab.web.api_document import document
 from coze_lab.web.base import CozeHandler, NotFoundHandler, own_methods
 from coze_lab.web.handlers.admin import UsageHandler
 from coze_lab.web.handlers.bots import (
+    AppsHandler,
     BotCreateHandler,
     BotItemHandler,
     BotOnlineInfoHandler,
@@ -23,6 +24,7 @@ from coze_lab.web.handlers.bots import (
     BotsHandler,
     BotUnpublishHandler,
     BotUpdateHandler,
+    ConnectorBotHandler,
     PublishedBotsListHandler,
     StudioBotChatHandler,
     StudioBotConversationsHandler,
@@ -33,6 +35,7 @@ from coze_lab.web.handlers.bots import (
     StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
+    TemplateDuplicateHandler,
 )
 from coze_lab.web.handlers.chat import (
     ChatCancelHandler,
@@ -40,6 +43,7 @@ from coze_lab.web.handlers.chat import (
     ChatMessagesHandler,
     ChatRetrieveHandler,
     ChatSubmitToolOutputsHandler,
+    WorkflowChatHandler,
 )
 from coze_lab.web.handlers.conversations import (
     ConversationClearHandler,
@@ -49,6 +53,7 @@ from coze_lab.web.handlers.conversations import (
     ConversationsHandler,
     MessageCreateHandler,
     MessageDeleteHandler,
+    MessageFeedbackHandler,
     MessageListHandler,
     MessageModifyHandler,
     MessageRetrieveHandler,
@@ -90,9 +95,13 @@ from coze_lab.web.handlers.users import UserMeHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
+    RunHistoryQueryHandler,
+    WorkflowRetrieveHandler,
     WorkflowRunHandler,
+    WorkflowsListHandler,
     WorkflowStreamResumeHandler,
     WorkflowStreamRunHandler,
+    WorkflowVersionsHandler,
 )
 from coze_lab.web.handlers.workspaces import (
     SpaceHandler,
@@ -364,6 +373,127 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v1/workflows/chat",
+        WorkflowChatHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "post",
+                "A chat-flow chat: run a workflow whose start takes USER_INPUT in a "
+                "conversation, streamed with Coze's chat events",
+                "workflow",
+                body={
+                    "type": "object",
+                    "required": ["workflow_id", "additional_messages"],
+                    "properties": {
+                        "workflow_id": s.ID,
+                        "additional_messages": {
+                            "type": "array",
+                            "items": s.MESSAGE_IN,
+                            "minItems": 1,
+                        },
+                        "parameters": {"type": ["object", "string"]},
+                        "conversation_id": s.OPTIONAL_ID,
+                        "bot_id": {"type": "string"},
+                        "app_id": {"type": "string"},
+                        "ext": {"type": "object"},
+                    },
+                },
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflow/get_run_history",
+        RunHistoryQueryHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A run's status, outputs and node states (Coze's older query form)",
+                "workflow",
+                data={"type": "array", "items": s.OBJ},
+                query=(("workflow_id", "string", True), ("execute_id", "string", True)),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows",
+        WorkflowsListHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A page of a space's workflows (default: your personal space)",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "items": s.WORKFLOW_BASIC},
+                        "has_more": {"type": "boolean"},
+                    },
+                    "required": ["items", "has_more"],
+                },
+                query=(
+                    ("workspace_id", "string", False),
+                    ("workflow_mode", "string", False),
+                    ("app_id", "string", False),
+                    ("publish_status", "string", False),
+                    ("page_num", "integer", False),
+                    ("page_size", "integer", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}",
+        WorkflowRetrieveHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A workflow (Coze's WorkflowInfo)",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {"workflow_detail": s.WORKFLOW_BASIC},
+                    "required": ["workflow_detail"],
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/workflows/{workflow_id}/versions",
+        WorkflowVersionsHandler,
+        COZE,
+        scope="workflow",
+        ops=(
+            Op(
+                "get",
+                "A workflow's published versions, newest first",
+                "workflow",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "items": s.WORKFLOW_VERSION},
+                        "has_more": {"type": "boolean"},
+                        "next_page_token": {"type": "string"},
+                    },
+                    "required": ["items", "has_more"],
+                },
+                query=(
+                    ("publish_status", "string", False),
+                    ("page_size", "integer", False),
+                    ("page_token", "string", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
         "/v1/workflows/{workflow_id}/run_histories/{execute_id}",
         RunHistoryHandler,
         COZE,
@@ -387,7 +517,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "One node's output in a run",
                 "workflow",
-                data={"type": "array", "items": s.OBJ},
+                data=s.OBJ,
             ),
         ),
     ),
@@ -488,6 +618,79 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v1/connectors/{connector_id}/bots/{bot_id}",
+        ConnectorBotHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "put",
+                "A connector's review of a published bot (2 approved; 3 rejected: no longer "
+                "served there)",
+                "bots",
+                body={
+                    "type": "object",
+                    "required": ["audit_status"],
+                    "properties": {
+                        "audit_status": {"enum": [1, 2, 3]},
+                        "reason": s.STR,
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/templates/{template_id}/duplicate",
+        TemplateDuplicateHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "post",
+                "Copy a bot you can read (the template) as a new draft bot in a space",
+                "bots",
+                data={
+                    "type": "object",
+                    "properties": {"entity_id": s.ID, "entity_type": {"enum": ["agent"]}},
+                    "required": ["entity_id", "entity_type"],
+                },
+                body={
+                    "type": "object",
+                    "required": ["workspace_id"],
+                    "properties": {"workspace_id": s.ID, "name": {"type": ["string", "null"]}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/apps",
+        AppsHandler,
+        COZE,
+        scope="bots",
+        ops=(
+            Op(
+                "get",
+                "Coze's apps: there are none in coze_lab (an empty list for your space)",
+                "bots",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "items": {"type": "array", "maxItems": 0},
+                        "total": {"type": "integer"},
+                    },
+                    "required": ["items", "total"],
+                },
+                query=(
+                    ("workspace_id", "string", True),
+                    ("publish_status", "string", False),
+                    ("connector_id", "string", False),
+                    ("page_index", "integer", False),
+                    ("page_size", "integer", False),
+                ),
+            ),
+        ),
+    ),
+    Route(
         "/v1/space/published_bots_list",
         PublishedBotsListHandler,
         COZE,
@@ -561,12 +764,44 @@ ROUTES: tuple[Route, ...] = (
         ops=(
             Op(
                 "put",
-                "Rename a conversation",
+                "Rename a conversation and/or replace its meta_data",
                 "conversations",
                 data=s.CONVERSATION,
-                body={"type": "object", "properties": {"name": s.STR}},
+                body={
+                    "type": "object",
+                    "properties": {
+                        "name": s.STR,
+                        "meta_data": {
+                            "type": ["object", "null"],
+                            "additionalProperties": {"type": "string"},
+                        },
+                    },
+                },
             ),
             Op("delete", "Delete a conversation", "conversations"),
+        ),
+    ),
+    Route(
+        "/v1/conversations/{conversation_id}/messages/{message_id}/feedback",
+        MessageFeedbackHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "post",
+                "Like or unlike one of the bot's answers",
+                "conversations",
+                body={
+                    "type": "object",
+                    "required": ["feedback_type"],
+                    "properties": {
+                        "feedback_type": {"enum": ["like", "unlike"]},
+                        "reason_types": {"type": "array", "items": s.STR, "maxItems": 10},
+                        "comment": s.STR,
+                    },
+                },
+            ),
+            Op("delete", "Take the feedback on an answer back", "conversations"),
         ),
     ),
     Route(

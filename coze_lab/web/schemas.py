@@ -92,7 +92,44 @@ RUN_BODY = {
         "is_async": {"type": "boolean"},
         "bot_id": {"type": "string"},
         "ext": {"type": "object"},
+        "version": {
+            "type": ["string", "integer"],
+            "description": "run this published version ('3' or 'v3'; default: the newest)",
+        },
+        "workflow_version": {"type": ["string", "integer"], "description": "same as version"},
     },
+}
+CREATOR = {
+    "type": "object",
+    "properties": {"id": ID, "name": {"type": "string"}},
+    "required": ["id", "name"],
+}
+WORKFLOW_BASIC = {
+    "type": "object",
+    "properties": {
+        "workflow_id": ID,
+        "workflow_name": {"type": "string"},
+        "description": {"type": "string"},
+        "icon_url": {"type": "string"},
+        "app_id": {"type": "string"},
+        "created_at": {"type": "integer"},
+        "updated_at": {"type": "integer"},
+        "creator": CREATOR,
+        "published_version": {"type": "string"},
+    },
+    "required": ["workflow_id", "workflow_name", "description", "icon_url", "app_id"],
+}
+WORKFLOW_VERSION = {
+    "type": "object",
+    "properties": {
+        "version": {"type": "string"},
+        "description": {"type": "string"},
+        "created_at": {"type": "string"},
+        "updated_at": {"type": "string"},
+        "workflow_id": ID,
+        "creator": CREATOR,
+    },
+    "required": ["version", "description", "created_at", "updated_at", "workflow_id", "creator"],
 }
 USER = {
     "type": "object",
@@ -196,6 +233,19 @@ BOT_BODY = {
         "workflow_id_list": OBJ,
         "plugin_id_list": OBJ,
         "onboarding_info": OBJ,
+        "suggest_reply_info": {
+            "type": "object",
+            "properties": {
+                "reply_mode": {"enum": ["disable", "enable", "customized"]},
+                "customized_prompt": STR,
+            },
+            "description": "suggested follow-up questions after each answer",
+        },
+        "icon_file_id": {
+            "type": "string",
+            "description": "not supported (400): set icon_url",
+        },
+        "icon_url": STR,
         "variables": {"type": "array"},
         "functions": {"type": "array", "description": "client-side tools (requires_action)"},
     },

@@ -22,7 +22,7 @@ from coze_lab.core.tokens import TokenInfo
 from coze_lab.core.usage import UserUsage
 from coze_lab.core.workflows import events as wf_events
 from coze_lab.core.workflows.run_store import InterruptInfo, NodeRecord, RunInfo
-from coze_lab.core.workflows.service import WorkflowInfo
+from coze_lab.core.workflows.service import VersionInfo, WorkflowInfo
 
 _HISTORY_STATUS = {
     "succeeded": "Success",
@@ -228,6 +228,37 @@ def workflow(info: WorkflowInfo) -> dict[str, Any]:
     }
 
 
+def workflow_basic(info: WorkflowInfo) -> dict[str, Any]:
+    """Coze's WorkflowBasic (``/v1/workflows``, ``/v1/workflows/{id}``): no icons or apps
+    here, so those are empty."""
+    return {
+        "workflow_id": str(info.id),
+        "workflow_name": info.name,
+        "description": info.description,
+        "icon_url": "",
+        "app_id": "",
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
+        "creator": {"id": str(info.owner_id), "name": info.owner_name},
+        "published_version": (
+            "" if info.published_version is None else str(info.published_version)
+        ),
+    }
+
+
+def workflow_version(info: VersionInfo) -> dict[str, Any]:
+    """Coze's WorkflowVersionInfo: times as unix seconds in strings, as Coze sends them."""
+    created = str(to_unix(info.created_at))
+    return {
+        "version": str(info.version),
+        "description": info.description,
+        "created_at": created,
+        "updated_at": created,
+        "workflow_id": str(info.workflow_id),
+        "creator": {"id": str(info.creator_id), "name": info.creator_name},
+    }
+
+
 # ---- bots, conversations, chats, messages ---------------------------------------------------
 def bot(info: BotInfo) -> dict[str, Any]:
     """Coze's Bot object (``/v1/bots/{id}``, ``/v1/bot/get_online_info``)."""
@@ -252,7 +283,12 @@ def bot(info: BotInfo) -> dict[str, Any]:
             "model_id": config.model_id,
             "model_name": config.model_id,
             "context_round": config.history_rounds,
+            "response_format": config.response_format,
             **config.model_params,
+        },
+        "suggest_reply_info": {
+            "reply_mode": config.suggest_reply_mode,
+            "customized_prompt": config.suggest_reply_prompt,
         },
         "variables": [
             {
@@ -314,7 +350,8 @@ def conversation(info: ConversationInfo) -> dict[str, Any]:
 
 
 def message(info: MessageInfo) -> dict[str, Any]:
-    return {
+    """Coze's Message; ``feedback`` (the user's like or unlike) only when there is one."""
+    data = {
         "id": str(info.id),
         "conversation_id": str(info.conversation_id),
         "section_id": str(info.section_id),
@@ -329,6 +366,9 @@ def message(info: MessageInfo) -> dict[str, Any]:
         "updated_at": to_unix(info.updated_at),
         "reasoning_content": info.reasoning_content or "",
     }
+    if info.feedback is not None:
+        data["feedback"] = info.feedback
+    return data
 
 
 def chat(info: ChatInfo) -> dict[str, Any]:
@@ -336,7 +376,7 @@ def chat(info: ChatInfo) -> dict[str, Any]:
         "id": str(info.id),
         "conversation_id": str(info.conversation_id),
         "section_id": str(info.section_id),
-        "bot_id": str(info.bot_id),
+        "bot_id": str(info.bot_id) if info.bot_id else "",  # none: a chat-flow's chat
         "status": info.status,
         "created_at": to_unix(info.created_at),
         "meta_data": info.meta_data,

@@ -10,7 +10,7 @@ from sqlalchemy import JSON, MetaData, Table, insert, select
 
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.migrate import upgrade
+from coze_lab.store.migrate import head_revision, upgrade
 from coze_lab.store.models import Base
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -151,6 +151,6 @@ def test_0008_puts_every_object_in_its_owners_personal_space_and_downgrades(
             # the tables lost a column in place: their children are all still there
             assert len(c.execute(select(t["workflow_versions"])).all()) == 2
             assert len(c.execute(select(t["workflows"])).all()) == 2
-        assert upgrade(db.engine) == "0008"
+        assert upgrade(db.engine) == head_revision()
     finally:
         db.dispose()

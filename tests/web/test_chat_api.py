@@ -14,12 +14,16 @@ import pytest
 from cozepy import (
     BotModelInfo,
     BotPromptInfo,
+    BotSuggestReplyInfo,
     ChatEventType,
     ChatStatus,
     Coze,
     CozeAPIError,
+    FeedbackType,
     Message,
     MessageType,
+    PluginIDList,
+    SuggestReplyMode,
     TokenAuth,
     ToolOutput,
     WorkflowIDList,
@@ -27,7 +31,13 @@ from cozepy import (
 
 from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
-from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from coze_lab.testing import (
+    ErrorReply,
+    ModelServer,
+    ScriptedToolCall,
+    TextReply,
+    ToolCallsReply,
+)
 from tests.support import ServerProcess
 
 
@@ -51,6 +61,10 @@ class Lab:
     def post(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"}
         return httpx.post(self.server.url + path, headers=headers, timeout=30, **kwargs)
+
+    def put(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"}
+        return httpx.put(self.server.url + path, headers=headers, timeout=30, **kwargs)
 
     def get(self, path: str, who: str = "alice", **kwargs) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"}
@@ -85,8 +99,7 @@ def make_bot(lab: Lab, who: str = "alice", prompt: str = "You are terse.", **ext
         space_id=lab.workspaces[who],
         name="Helper",
         prompt_info=BotPromptInfo(prompt=prompt),
-        model_info_config=BotModelInfo(model_id="default", temperature=0.1),
-        **extra,
+        **{"model_info_config": BotModelInfo(model_id="default", temperature=0.1), **extra},
     )
     return bot.bot_id
 
@@ -677,3 +690,452 @@ def test_a_web_sdk_token_cannot_open_a_conversation_for_an_api_only_bot(lab: Lab
     assert "not published to the Web SDK connector (999)" in conversation.value.msg
     assert web.conversations.create().id  # no bot named: nothing to refuse
     assert lab.coze().conversations.create(bot_id=bot_id).id  # the API token may
+
+
+def test_suggested_follow_up_questions(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(
+        lab, suggest_reply_info=BotSuggestReplyInfo(reply_mode=SuggestReplyMode.ENABLE)
+    )
+    publish(lab, bot_id)
+    coze = lab.coze()
+    assert coze.bots.retrieve(bot_id=bot_id).suggest_reply_info.reply_mode == "enable"
+    model_server.script(["Paris.", "1. And Rome?\n- How far is it?\n\nWhat to eat?\nOne more?"])
+    events = list(coze.chat.stream(bot_id=bot_id, user_id="u", additional_messages=ask("Capital?")))
+    completed = [
+        e.message for e in events if e.event == ChatEventType.CONVERSATION_MESSAGE_COMPLETED
+    ]
+    assert [(m.type, m.content) for m in completed] == [
+        (MessageType.ANSWER, "Paris."),
+        (MessageType.FOLLOW_UP, "And Rome?"),
+        (MessageType.FOLLOW_UP, "How far is it?"),
+        (MessageType.FOLLOW_UP, "What to eat?"),
+    ]
+    assert events[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+    chat = events[-1].chat
+    asked = model_server.requests[-1]["messages"]
+    assert asked[-2] == {"role": "assistant", "content": "Paris."}
+    assert asked[-1]["content"].startswith("Suggest up to 3 short questions")
+    listed = coze.chat.messages.list(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert [m.type for m in listed] == ["answer", "follow_up", "follow_up", "follow_up"]
+    # suggestions are not history: the next chat's model sees the question and the answer
+    coze.bots.update(
+        bot_id=bot_id,
+        suggest_reply_info=BotSuggestReplyInfo(
+            reply_mode=SuggestReplyMode.CUSTOMIZED, customized_prompt="Two questions, please."
+        ),
+    )
+    publish(lab, bot_id)
+    model_server.script(["Lyon.", "Why Lyon?"])
+    poll = coze.chat.create_and_poll(
+        conversation_id=chat.conversation_id,
+        bot_id=bot_id,
+        user_id="u",
+        additional_messages=ask("Second city?"),
+    )
+    assert [(m.type, m.content) for m in poll.messages] == [
+        ("answer", "Lyon."),
+        ("follow_up", "Why Lyon?"),
+    ]
+    answered, suggested = model_server.requests[-2:]
+    assert "And Rome?" not in json.dumps(answered["messages"])
+    assert [m["content"] for m in answered["messages"][1:]] == [
+        "Capital?",
+        "Paris.",
+        "Second city?",
+    ]
+    assert suggested["messages"][-1]["content"] == "Two questions, please."
+    # a failing suggestion call leaves the answer alone
+    model_server.script(["Marseille.", ErrorReply(500, "suggestions are down")])
+    poll = coze.chat.create_and_poll(
+        conversation_id=chat.conversation_id,
+        bot_id=bot_id,
+        user_id="u",
+        additional_messages=ask("Third city?"),
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED
+    assert [(m.type, m.content) for m in poll.messages] == [("answer", "Marseille.")]
+    # customized without its prompt is refused by name
+    bad = lab.post(
+        "/v1/bot/update",
+        json={"bot_id": bot_id, "suggest_reply_info": {"reply_mode": "customized"}},
+    ).json()
+    assert bad["code"] == 4000 and "customized_prompt" in bad["msg"]
+
+
+def test_response_format_json(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(
+        lab, model_info_config=BotModelInfo(model_id="default", response_format="json")
+    )
+    publish(lab, bot_id)
+    coze = lab.coze()
+    assert coze.bots.retrieve(bot_id=bot_id).model_info.response_format == "json"
+    poll = coze.chat.create_and_poll(bot_id=bot_id, user_id="u", additional_messages=ask("Hi"))
+    assert json.loads(poll.messages[-1].content) == {"answer": "[demo model] You said: Hi"}
+    sent = model_server.requests[-1]
+    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["messages"][0]["content"].endswith("Answer with one JSON object and nothing else.")
+    refused = lab.post(
+        "/v1/bot/update",
+        json={
+            "bot_id": bot_id,
+            "model_info_config": {"model_id": "default", "response_format": "yaml"},
+        },
+    ).json()
+    assert refused["code"] == 4000 and "response_format" in refused["msg"]
+
+
+def test_unsupported_or_unknown_bot_fields_are_refused_by_name(lab: Lab) -> None:
+    coze = lab.coze()
+    bot_id = make_bot(lab)
+    for call in (
+        lambda: make_bot(lab, icon_file_id="7000000000000000001"),
+        lambda: coze.bots.update(bot_id=bot_id, icon_file_id="7000000000000000001"),
+    ):
+        with pytest.raises(CozeAPIError) as err:
+            call()
+        assert err.value.code == 4000 and "icon_file_id" in err.value.msg
+    with pytest.raises(CozeAPIError) as model:
+        coze.bots.update(bot_id=bot_id, model_info_config=BotModelInfo(model_id="gpt-nope"))
+    assert model.value.code == 4000 and "'gpt-nope'" in model.value.msg
+    with pytest.raises(CozeAPIError) as plugin:
+        make_bot(
+            lab,
+            plugin_id_list=PluginIDList(
+                id_list=[{"plugin_id": "7000000000000000002", "api_id": "7000000000000000003"}]
+            ),
+        )
+    assert plugin.value.code == 4000 and "plugin_id 7000000000000000002" in plugin.value.msg
+    # nothing was written
+    draft = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "false"}).json()["data"]
+    assert draft["model_info"]["model_id"] == "default"
+    listed = lab.get("/v1/bots", params={"workspace_id": lab.workspaces["alice"]}).json()
+    assert [b["id"] for b in listed["data"]["items"]] == [bot_id]
+
+
+def test_a_published_bot_keeps_the_workflow_versions_it_was_published_with(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    import coze_lab as cl
+
+    def save(text: str) -> str:
+        wf = cl.Workflow("trip_days", description="How many days a trip to a city takes")
+        wf.inputs(city=str)
+        wf.text("plan", template="{{start.city}}: " + text)
+        wf.end(plan="{{plan.output}}")
+        saved = lab.post(
+            "/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True}
+        )
+        assert saved.status_code == 201, saved.text
+        return saved.json()["data"]["id"]
+
+    def plan(bot: str, studio: bool = False) -> str:
+        call = ToolCallsReply([ScriptedToolCall("trip_days", {"city": "Rome"}, id="c1")])
+        model_server.script([call, TextReply("ok")])
+        if studio:
+            lab.post(f"/coze_lab/api/bots/{bot}/chat", json={"message": "Rome?"})
+        else:
+            lab.coze().chat.create_and_poll(
+                bot_id=bot, user_id="u", additional_messages=ask("Rome?")
+            )
+        tool = next(m for m in model_server.requests[-1]["messages"] if m["role"] == "tool")
+        return json.loads(tool["content"])["plan"]
+
+    workflow_id = save("3 days")
+    bot_id = make_bot(lab, workflow_id_list=WorkflowIDList(ids=[{"id": workflow_id}]))
+    publish(lab, bot_id)
+    assert save("5 days") == workflow_id  # version 2 of the same workflow
+    assert plan(bot_id) == "Rome: 3 days"  # the published bot: version 1
+    assert plan(bot_id, studio=True) == "Rome: 5 days"  # the draft on the Playground
+    publish(lab, bot_id)
+    assert plan(bot_id) == "Rome: 5 days"
+    # a workflow never published cannot be frozen into a published bot
+    wf = cl.Workflow("sketch")
+    wf.inputs(city=str)
+    wf.end(city="{{start.city}}")
+    draft_only = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json()})
+    sketch = draft_only.json()["data"]["id"]
+    updated = lab.post(
+        "/v1/bot/update",
+        json={"bot_id": bot_id, "workflow_id_list": {"ids": [{"id": workflow_id}, {"id": sketch}]}},
+    ).json()
+    assert updated["code"] == 0
+    refused = lab.post("/v1/bot/publish", json={"bot_id": bot_id, "connector_ids": ["1024"]}).json()
+    assert refused["code"] == 4200 and sketch in refused["msg"] and "publish" in refused["msg"]
+
+
+def test_conversation_meta_data_update(lab: Lab) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    coze = lab.coze()
+    conv = coze.conversations.create(bot_id=bot_id, meta_data={"k": "v"})
+    changed = lab.put(
+        f"/v1/conversations/{conv.id}", json={"meta_data": {"topic": "trips", "n": "2"}}
+    ).json()
+    assert changed["code"] == 0 and changed["data"]["meta_data"] == {"topic": "trips", "n": "2"}
+    assert coze.conversations.retrieve(conversation_id=conv.id).meta_data == {
+        "topic": "trips",
+        "n": "2",
+    }
+    # a rename (cozepy sends only the name) keeps the meta_data; bad meta_data changes nothing
+    assert coze.conversations.update(conversation_id=conv.id, name="Trips").meta_data == {
+        "topic": "trips",
+        "n": "2",
+    }
+    bad = lab.put(
+        f"/v1/conversations/{conv.id}", json={"name": "lost", "meta_data": {"n": 2}}
+    ).json()
+    assert bad["code"] == 4000 and "meta_data" in bad["msg"]
+    kept = coze.conversations.retrieve(conversation_id=conv.id)
+    assert kept.name == "Trips" and kept.meta_data["n"] == "2"
+    other = lab.put(f"/v1/conversations/{conv.id}", who="bob", json={"meta_data": {}}).json()
+    assert other["code"] == 4200
+
+
+def test_message_feedback(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    coze = lab.coze()
+    model_server.script(["Paris."])
+    poll = coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("Capital?")
+    )
+    conv, answer = poll.chat.conversation_id, poll.messages[-1]
+    feedback = coze.conversations.messages.feedback
+    feedback.create(
+        conversation_id=conv,
+        message_id=answer.id,
+        feedback_type=FeedbackType.UNLIKE,
+        reason_types=["too short", "too short"],
+        comment="say more",
+    )
+    path = "/v1/conversation/message/retrieve"
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert got["feedback"]["feedback_type"] == "unlike"
+    assert got["feedback"]["reason_types"] == ["too short"]
+    assert got["feedback"]["comment"] == "say more"
+    feedback.create(conversation_id=conv, message_id=answer.id, feedback_type=FeedbackType.LIKE)
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert got["feedback"]["feedback_type"] == "like" and got["feedback"]["reason_types"] == []
+    question = [m for m in coze.conversations.messages.list(conversation_id=conv)][-1]
+    assert question.type == MessageType.QUESTION
+    with pytest.raises(CozeAPIError) as not_an_answer:
+        feedback.create(conversation_id=conv, message_id=question.id, feedback_type="like")
+    assert not_an_answer.value.code == 4000 and "answer" in not_an_answer.value.msg
+    bad = lab.post(
+        f"/v1/conversations/{conv}/messages/{answer.id}/feedback", json={"feedback_type": "meh"}
+    ).json()
+    assert bad["code"] == 4000 and "feedback_type" in bad["msg"]
+    with pytest.raises(CozeAPIError) as bobs:
+        lab.coze("bob").conversations.messages.feedback.create(
+            conversation_id=conv, message_id=answer.id, feedback_type=FeedbackType.LIKE
+        )
+    assert bobs.value.code == 4200
+    feedback.delete(conversation_id=conv, message_id=answer.id)
+    got = lab.get(path, params={"conversation_id": conv, "message_id": answer.id}).json()["data"]
+    assert "feedback" not in got
+    with pytest.raises(CozeAPIError) as gone:
+        feedback.delete(conversation_id=conv, message_id=answer.id)
+    assert gone.value.code == 4200
+
+
+def test_a_connectors_review_of_a_published_bot(lab: Lab, model_server: ModelServer) -> None:
+    from cozepy.connectors.bots import AuditStatus
+
+    bot_id = make_bot(lab)
+    reviews = lab.coze().connectors.bots
+    with pytest.raises(CozeAPIError) as unpublished:
+        reviews.update(bot_id=bot_id, connector_id="999", audit_status=AuditStatus.APPROVED)
+    assert unpublished.value.code == 4015
+    publish(lab, bot_id)
+    reviews.update(bot_id=bot_id, connector_id="999", audit_status=AuditStatus.APPROVED)
+    for status, reason, word in (
+        (AuditStatus.REJECTED, None, "reason"),
+        (AuditStatus.PENDING, None, "pending"),
+    ):
+        with pytest.raises(CozeAPIError) as err:
+            reviews.update(bot_id=bot_id, connector_id="999", audit_status=status, reason=reason)
+        assert err.value.code == 4000 and word in err.value.msg
+    with pytest.raises(CozeAPIError) as unknown:
+        reviews.update(bot_id=bot_id, connector_id="777", audit_status=AuditStatus.APPROVED)
+    assert unknown.value.code == 4000 and "connector_id" in unknown.value.msg
+    with pytest.raises(CozeAPIError) as bobs:
+        lab.coze("bob").connectors.bots.update(
+            bot_id=bot_id, connector_id="999", audit_status=AuditStatus.REJECTED, reason="no"
+        )
+    assert bobs.value.code == 4200
+    reviews.update(
+        bot_id=bot_id, connector_id="999", audit_status=AuditStatus.REJECTED, reason="off-topic"
+    )
+    # no longer served on the Web SDK connector; still on the API
+    with pytest.raises(CozeAPIError) as refused:
+        lab.coze("alice_web").chat.create(bot_id=bot_id, user_id="u", additional_messages=ask("hi"))
+    assert refused.value.code == 4015
+    poll = lab.coze().chat.create_and_poll(
+        bot_id=bot_id, user_id="u", additional_messages=ask("hi")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED
+
+
+def test_template_duplicate_copies_a_bot_and_apps_are_none(lab: Lab) -> None:
+    coze = lab.coze()
+    bot_id = make_bot(lab, prompt="published prompt")
+    publish(lab, bot_id)
+    coze.bots.update(bot_id=bot_id, prompt_info=BotPromptInfo(prompt="draft prompt"))
+    copy = coze.templates.duplicate(
+        template_id=bot_id, workspace_id=lab.workspaces["alice"], name="Copy"
+    )
+    assert copy.entity_type == "agent" and copy.entity_id != bot_id
+    made = coze.bots.retrieve(bot_id=copy.entity_id, is_published=False, use_api_version=2)
+    assert made.name == "Copy" and made.prompt_info.prompt == "published prompt"
+    unpublished = lab.get(f"/v1/bots/{copy.entity_id}").json()
+    assert unpublished["code"] == 4015  # a copy is a draft
+    same_name = coze.templates.duplicate(
+        template_id=copy.entity_id, workspace_id=lab.workspaces["alice"]
+    )
+    assert (
+        coze.bots.retrieve(bot_id=same_name.entity_id, is_published=False, use_api_version=2).name
+        == "Copy"
+    )
+    with pytest.raises(CozeAPIError) as hidden:
+        lab.coze("bob").templates.duplicate(template_id=bot_id, workspace_id=lab.workspaces["bob"])
+    assert hidden.value.code == 4200 and "template" in hidden.value.msg
+    with pytest.raises(CozeAPIError) as elsewhere:
+        coze.templates.duplicate(template_id=bot_id, workspace_id=lab.workspaces["bob"])
+    assert elsewhere.value.code in (4101, 4200)
+
+    assert list(coze.apps.list(workspace_id=lab.workspaces["alice"])) == []
+    with pytest.raises(CozeAPIError) as not_yours:
+        list(lab.coze("bob").apps.list(workspace_id=lab.workspaces["alice"]))
+    assert not_yours.value.code == 4200
+
+
+def save_workflow(lab: Lab, wf) -> str:
+    saved = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True})
+    assert saved.status_code == 201, saved.text
+    return saved.json()["data"]["id"]
+
+
+def test_a_chat_flow_runs_in_a_conversation(lab: Lab) -> None:
+    import coze_lab as cl
+
+    echo = cl.Workflow("echo")
+    echo.inputs(USER_INPUT=str, CONVERSATION_HISTORY=(list, []))
+    echo.text("say", template="{{start.USER_INPUT}} after {{start.CONVERSATION_HISTORY}}")
+    echo.end(output="{{say.output}}")
+    workflow_id = save_workflow(lab, echo)
+    coze = lab.coze()
+    events = list(
+        coze.workflows.chat.stream(workflow_id=workflow_id, additional_messages=ask("Hi"))
+    )
+    names = [e.event for e in events]
+    assert names == [
+        ChatEventType.CONVERSATION_CHAT_CREATED,
+        ChatEventType.CONVERSATION_CHAT_IN_PROGRESS,
+        ChatEventType.CONVERSATION_MESSAGE_DELTA,
+        ChatEventType.CONVERSATION_MESSAGE_COMPLETED,
+        ChatEventType.CONVERSATION_CHAT_COMPLETED,
+    ]
+    answer, chat = events[3].message, events[-1].chat
+    assert answer.content == "Hi after []" and answer.type == MessageType.ANSWER
+    assert chat.status == ChatStatus.COMPLETED and answer.chat_id == chat.id
+    conversation = chat.conversation_id
+    again = list(
+        coze.workflows.chat.stream(
+            workflow_id=workflow_id, conversation_id=conversation, additional_messages=ask("More")
+        )
+    )
+    second = again[3].message.content
+    assert second.startswith("More after ") and '"content": "Hi"' in second.replace('":"', '": "')
+    saved = coze.conversations.messages.list(conversation_id=conversation, order="asc")
+    assert [(m.role, m.content) for m in saved][::2] == [("user", "Hi"), ("user", "More")]
+    assert [m.content for m in saved][1] == "Hi after []"
+
+    # a question is the chat's answer; the next message in the conversation answers it
+    trip = cl.Workflow("trip")
+    trip.inputs(USER_INPUT=str)
+    trip.question("where", question="Where to, {{start.USER_INPUT}}?", choices=["Rome", "Paris"])
+    trip.end(output="{{start.USER_INPUT}} goes to {{where.answer}}")
+    trip_id = save_workflow(lab, trip)
+    asked = list(coze.workflows.chat.stream(workflow_id=trip_id, additional_messages=ask("Ann")))
+    question = asked[3].message
+    assert question.content == "Where to, Ann?\n1. Rome\n2. Paris"
+    assert asked[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+    answered = list(
+        coze.workflows.chat.stream(
+            workflow_id=trip_id,
+            conversation_id=asked[-1].chat.conversation_id,
+            additional_messages=ask("Rome"),
+        )
+    )
+    assert answered[3].message.content == "Ann goes to Rome"
+
+    # refused before anything is written
+    with pytest.raises(CozeAPIError) as not_a_flow:
+        list(
+            coze.workflows.chat.stream(
+                workflow_id=save_workflow(lab, plain_workflow()), additional_messages=ask("x")
+            )
+        )
+    assert not_a_flow.value.code == 4000 and "USER_INPUT" in not_a_flow.value.msg
+    bot_conversation = coze.conversations.create(bot_id=publish_new_bot(lab)).id
+    with pytest.raises(CozeAPIError) as bots:
+        list(
+            coze.workflows.chat.stream(
+                workflow_id=workflow_id,
+                conversation_id=bot_conversation,
+                additional_messages=ask("x"),
+            )
+        )
+    assert bots.value.code == 4000 and "belongs to bot" in bots.value.msg
+    with pytest.raises(CozeAPIError) as other:
+        list(
+            lab.coze("bob").workflows.chat.stream(
+                workflow_id=workflow_id, additional_messages=ask("x")
+            )
+        )
+    assert other.value.code == 4200
+
+
+def plain_workflow() -> object:
+    import coze_lab as cl
+
+    plain = cl.Workflow("plain")
+    plain.inputs(city=str)
+    plain.end(city="{{start.city}}")
+    return plain
+
+
+def publish_new_bot(lab: Lab) -> str:
+    bot_id = make_bot(lab)
+    publish(lab, bot_id)
+    return bot_id
+
+
+def test_a_chat_flow_whose_run_fails_fails_the_chat(lab: Lab, model_server: ModelServer) -> None:
+    import coze_lab as cl
+
+    flow = cl.Workflow("ask_model")
+    flow.inputs(USER_INPUT=str)
+    flow.llm("reply", prompt="{{start.USER_INPUT}}")
+    flow.end(output="{{reply.output}}")
+    workflow_id = save_workflow(lab, flow)
+    coze = lab.coze()
+    model_server.script([ErrorReply(400, "the model refused")])
+    events = list(
+        coze.workflows.chat.stream(workflow_id=workflow_id, additional_messages=ask("Hi"))
+    )
+    assert [e.event for e in events][-1] == ChatEventType.CONVERSATION_CHAT_FAILED
+    failed = events[-1].chat
+    assert failed.status == ChatStatus.FAILED and "the model refused" in failed.last_error.msg
+    model_server.script(["Hello there."])
+    events = list(
+        coze.workflows.chat.stream(
+            workflow_id=workflow_id,
+            conversation_id=failed.conversation_id,
+            additional_messages=ask("Hi again"),
+        )
+    )
+    assert events[3].message.content == "Hello there."
+    assert events[-1].chat.usage.token_count > 0
+    saved = coze.conversations.messages.list(conversation_id=failed.conversation_id, order="asc")
+    assert [m.content for m in saved] == ["Hi", "Hi again", "Hello there."]

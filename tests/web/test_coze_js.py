@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from cozepy import BotModelInfo, BotPromptInfo, Coze, CozeAPIError, Message, TokenAuth
 
@@ -135,12 +136,15 @@ def test_workflow_stream_and_run(lab: Lab, model_server: ModelServer) -> None:
 
 
 def streamed_failures(lab: Lab) -> list[tuple[str, dict]]:
-    """Streamed calls that fail before any event: unpublished bot, unknown workflow, an
-    endpoint we do not serve, a missing parameter."""
+    """Streamed calls that fail before any event: unpublished bot, unknown workflow, a
+    chat with a workflow that is no chat-flow, a missing parameter."""
     return [
         ("chat.stream", {"bot_id": lab.draft_bot_id, "additional_messages": user_says("Hi")}),
         ("workflows.runs.stream", {"workflow_id": "7999999999999999999"}),
-        ("workflows.chat.stream", {"workflow_id": lab.workflow_id, "additional_messages": []}),
+        (
+            "workflows.chat.stream",
+            {"workflow_id": lab.workflow_id, "additional_messages": user_says("Hi")},
+        ),
         ("workflows.runs.resume", {"workflow_id": lab.workflow_id, "resume_data": "x"}),
     ]
 
@@ -181,9 +185,39 @@ def test_a_failing_streamed_call_surfaces_code_and_message(lab: Lab) -> None:
         error = cozepy_error(lab, call, params)
         assert (error.code, error.msg) == (code, msg), call
     codes = [o["result"][0]["data"]["code"] for o in outcomes]
-    assert codes == [4015, 4200, 4200, 4000]  # Coze's "bot not published to the API" first
+    assert codes == [4015, 4200, 4000, 4000]  # Coze's "bot not published to the API" first
     assert "not published" in outcomes[0]["result"][0]["data"]["msg"]
-    assert "/v1/workflows/chat" in outcomes[2]["result"][0]["data"]["msg"]
+    assert "not a chat-flow" in outcomes[2]["result"][0]["data"]["msg"]
+
+
+def test_a_chat_flow_streams_chat_events(lab: Lab) -> None:
+    echo = cl.Workflow("echo")
+    echo.inputs(USER_INPUT=str)
+    echo.text("say", template="You said {{start.USER_INPUT}}")
+    echo.end(output="{{say.output}}")
+    saved = httpx.post(
+        f"{lab.server.url}/coze_lab/api/workflows",
+        json={"definition": echo.to_json(), "publish": True},
+        headers={"Authorization": f"Bearer {lab.token}"},
+    )
+    assert saved.status_code == 201, saved.text
+    (outcome,) = lab.js.run(
+        (
+            "workflows.chat.stream",
+            {"workflow_id": saved.json()["data"]["id"], "additional_messages": user_says("Hi")},
+        )
+    )
+    events = outcome["result"]
+    assert [e["event"] for e in events] == [
+        "conversation.chat.created",
+        "conversation.chat.in_progress",
+        "conversation.message.delta",
+        "conversation.message.completed",
+        "conversation.chat.completed",
+        "done",
+    ]
+    assert events[3]["data"]["content"] == "You said Hi"
+    assert events[4]["data"]["status"] == "completed"
 
 
 def test_a_bad_token_on_a_stream_and_off_it(lab: Lab) -> None:

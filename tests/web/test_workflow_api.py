@@ -319,3 +319,112 @@ def test_undeclared_parameters_are_ignored_on_the_coze_api_only(
         headers=headers,
     )
     assert refused.status_code == 400 and "['norco']" in refused.json()["msg"]
+
+
+def two_versions(data_dir: Path, db_url: str) -> tuple[str, str]:
+    """A workflow of alice's published twice (v1 answers 'one: …', v2 'two: …') and a
+    never-published one; their ids."""
+    import coze_lab as cl
+
+    admin = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    alice = admin.identity.ensure_user("alice")
+    ids = []
+    for name, texts in (("greeter", ("one", "two")), ("sketch", ())):
+        for text in texts or ("draft",):
+            wf = cl.Workflow(name, description=f"says {text}")
+            wf.inputs(who=str)
+            wf.text("say", template=text + ": {{start.who}}")
+            wf.end(said="{{say.output}}")
+            info = admin.workflows.save(alice.id, wf.to_json())
+            if texts:
+                admin.workflows.publish(alice.id, info.id)
+        ids.append(str(info.id))
+    admin.db.dispose()
+    return ids[0], ids[1]
+
+
+def test_list_retrieve_and_versions_of_workflows(wf_server, published, data_dir, db_url) -> None:
+    greeter, sketch = two_versions(data_dir, db_url)
+    coze = client(wf_server, published["token"])
+    listed = list(coze.workflows.list())
+    assert [w.workflow_id for w in listed] == [sketch, greeter, published["workflow_id"]]
+    assert listed[1].workflow_name == "greeter" and listed[1].description == "says two"
+    assert listed[1].creator.name == "alice" and listed[1].app_id == ""
+    online = coze.workflows.list(publish_status="published_online")
+    assert [w.workflow_id for w in online] == [greeter, published["workflow_id"]]
+    drafts = coze.workflows.list(publish_status="unpublished_draft")
+    assert [w.workflow_id for w in drafts] == [sketch]
+    assert list(coze.workflows.list(workflow_mode="chatflow")) == []
+    paged = coze.workflows.list(page_size=1)
+    assert [w.workflow_id for w in paged] == [sketch, greeter, published["workflow_id"]]
+
+    detail = coze.workflows.retrieve(workflow_id=greeter).workflow_detail
+    assert detail.workflow_name == "greeter" and detail.created_at and detail.updated_at
+
+    versions = list(coze.workflows.versions.list(workflow_id=greeter, page_size=1))
+    assert [v.version for v in versions] == ["2", "1"]
+    assert versions[0].workflow_id == greeter and versions[0].creator.name == "alice"
+    assert versions[1].description == "says one" and int(versions[1].created_at) > 0
+    assert list(coze.workflows.versions.list(workflow_id=sketch)) == []
+
+    with pytest.raises(CozeAPIError) as missing:
+        coze.workflows.retrieve(workflow_id="123")
+    assert missing.value.code == 4200
+    bob = run_cli(
+        "--data-dir", str(data_dir), "--database-url", db_url,
+        "pat", "create", "--user", "bob", "--name", "b",
+    ).stdout.split()[-1]  # fmt: skip
+    with pytest.raises(CozeAPIError) as hidden:
+        client(wf_server, bob).workflows.versions.list(workflow_id=greeter)
+    assert hidden.value.code == 4200
+    assert list(client(wf_server, bob).workflows.list()) == []
+
+
+def test_running_a_given_version_and_the_older_run_history(
+    wf_server, published, data_dir, db_url
+) -> None:
+    greeter, sketch = two_versions(data_dir, db_url)
+    coze = client(wf_server, published["token"])
+    headers = {"Authorization": f"Bearer {published['token']}"}
+    newest = coze.workflows.runs.create(workflow_id=greeter, parameters={"who": "Ann"})
+    assert json.loads(newest.data) == {"said": "two: Ann"}
+    body = {"workflow_id": greeter, "parameters": {"who": "Ann"}, "version": "1"}
+    first = httpx.post(f"{wf_server.url}/v1/workflow/run", json=body, headers=headers).json()
+    assert first["code"] == 0 and json.loads(first["data"]) == {"said": "one: Ann"}
+    streamed = httpx.post(
+        f"{wf_server.url}/v1/workflow/stream_run",
+        json={**body, "version": "v1"},
+        headers=headers,
+        timeout=30,
+    ).text
+    assert "one: Ann" in streamed and "two: Ann" not in streamed
+    missing = httpx.post(
+        f"{wf_server.url}/v1/workflow/run", json={**body, "version": "3"}, headers=headers
+    ).json()
+    assert missing["code"] == 4200 and "version 3" in missing["msg"]
+    never = httpx.post(
+        f"{wf_server.url}/v1/workflow/run",
+        json={"workflow_id": sketch, "parameters": {"who": "x"}},
+        headers=headers,
+    ).json()
+    assert never["code"] == 4200 and "publish" in never["msg"]
+
+    history = httpx.get(
+        f"{wf_server.url}/v1/workflow/get_run_history",
+        params={"workflow_id": greeter, "execute_id": first["execute_id"]},
+        headers=headers,
+    ).json()
+    assert history["code"] == 0
+    [record] = history["data"]
+    assert record["execute_status"] == "Success"
+    assert json.loads(record["output"]) == {"said": "one: Ann"}
+    same = coze.workflows.runs.run_histories.retrieve(
+        workflow_id=greeter, execute_id=first["execute_id"]
+    )
+    assert same.output == record["output"] and same.execute_id == record["execute_id"]
+    wrong = httpx.get(
+        f"{wf_server.url}/v1/workflow/get_run_history",
+        params={"workflow_id": published["workflow_id"], "execute_id": first["execute_id"]},
+        headers=headers,
+    ).json()
+    assert wrong["code"] == 4000

@@ -26,6 +26,11 @@ MAX_PROLOGUE_CHARS = 10_000
 MAX_QUESTIONS, MAX_QUESTION_CHARS = 20, 1000
 MAX_VARIABLES, MAX_VALUE_CHARS = 100, 10_000
 MAX_FUNCTIONS = 64
+#: Coze's ``suggest_reply_info.reply_mode``: no suggestions, ours, or the bot's own prompt
+SUGGEST_MODES = ("disable", "enable", "customized")
+MAX_SUGGEST_PROMPT_CHARS = 2000
+#: Coze's ``model_info_config.response_format``: markdown and text are the same plain answer
+RESPONSE_FORMATS = ("text", "markdown", "json")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 _KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
@@ -97,6 +102,13 @@ class BotConfig:
     suggested_questions: tuple[str, ...] = ()
     #: plugin_id -> online version, frozen when the bot is published
     plugin_versions: dict[int, int] = field(default_factory=dict)
+    #: workflow_id -> published version, frozen when the bot is published
+    workflow_versions: dict[int, int] = field(default_factory=dict)
+    #: Coze's suggested follow-up questions after each answer (``follow_up`` messages)
+    suggest_reply_mode: str = "disable"
+    suggest_reply_prompt: str = ""
+    #: text, markdown or json (the model is asked for a JSON object)
+    response_format: str = "text"
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any], limits: Limits | None = None) -> BotConfig:
@@ -147,6 +159,8 @@ class BotConfig:
                 )
                 for item in _list(plugins.get("id_list") or [], "plugin_id_list.id_list")
             )
+        if (suggest := _object(body, "suggest_reply_info")) is not None:
+            changes.update(_suggest(suggest))
         if "variables" in body:
             changes["variables"] = _variables(body["variables"], limits)
         if "functions" in body:
@@ -167,6 +181,10 @@ class BotConfig:
             "prologue": self.prologue,
             "suggested_questions": list(self.suggested_questions),
             "plugin_versions": {str(k): v for k, v in self.plugin_versions.items()},
+            "workflow_versions": {str(k): v for k, v in self.workflow_versions.items()},
+            "suggest_reply_mode": self.suggest_reply_mode,
+            "suggest_reply_prompt": self.suggest_reply_prompt,
+            "response_format": self.response_format,
         }
 
     @classmethod
@@ -188,6 +206,12 @@ class BotConfig:
             prologue=data.get("prologue", ""),
             suggested_questions=tuple(data.get("suggested_questions", [])),
             plugin_versions={int(k): int(v) for k, v in data.get("plugin_versions", {}).items()},
+            workflow_versions={
+                int(k): int(v) for k, v in data.get("workflow_versions", {}).items()
+            },
+            suggest_reply_mode=data.get("suggest_reply_mode", "disable"),
+            suggest_reply_prompt=data.get("suggest_reply_prompt", ""),
+            response_format=data.get("response_format", "text"),
         )
 
     def variable_defaults(self) -> dict[str, str]:
@@ -215,6 +239,12 @@ def _model(model: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidParameter(f"model_info_config.{name} must be a number in {low}..{high}")
         params[name] = int(value) if name == "max_tokens" else value
     changes["model_params"] = params
+    response_format = model.get("response_format")
+    if response_format is not None and response_format not in RESPONSE_FORMATS:
+        raise InvalidParameter(
+            f"model_info_config.response_format must be one of {', '.join(RESPONSE_FORMATS)}"
+        )
+    changes["response_format"] = response_format or "text"
     for name, key, high in (
         ("context_round", "history_rounds", MAX_HISTORY_ROUNDS),
         ("max_tool_rounds", "max_tool_rounds", MAX_TOOL_ROUNDS),
@@ -226,6 +256,22 @@ def _model(model: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidParameter(f"model_info_config.{name} must be an integer in 0..{high}")
         changes[key] = value
     return changes
+
+
+def _suggest(suggest: Mapping[str, Any]) -> dict[str, Any]:
+    mode = suggest.get("reply_mode", "disable")
+    if mode not in SUGGEST_MODES:
+        raise InvalidParameter(
+            f"suggest_reply_info.reply_mode must be one of {', '.join(SUGGEST_MODES)}"
+        )
+    prompt = text(
+        suggest.get("customized_prompt", ""),
+        "suggest_reply_info.customized_prompt",
+        MAX_SUGGEST_PROMPT_CHARS,
+    )
+    if mode == "customized" and not prompt.strip():
+        raise InvalidParameter("suggest_reply_info.customized_prompt is required when customized")
+    return {"suggest_reply_mode": mode, "suggest_reply_prompt": prompt}
 
 
 def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:

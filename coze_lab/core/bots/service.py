@@ -17,9 +17,20 @@ from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits, text
 from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.store import Database
-from coze_lab.store.models import BotConnector, BotRecord, BotVersion, WorkflowRecord
+from coze_lab.store.models import (
+    BotConnector,
+    BotRecord,
+    BotVersion,
+    PluginRecord,
+    PluginTool,
+    WorkflowRecord,
+    WorkflowVersion,
+)
 
 VERSION_CACHE = 1024
+#: Coze's connector review results (``/v1/connectors/{connector_id}/bots/{bot_id}``)
+AUDIT_PENDING, AUDIT_APPROVED, AUDIT_REJECTED = 1, 2, 3
+AUDIT_STATUSES = (AUDIT_PENDING, AUDIT_APPROVED, AUDIT_REJECTED)
 PUBLISH_STATUSES = ("all", "published_online", "published_draft", "unpublished_draft")
 
 
@@ -61,8 +72,11 @@ class BotService:
     calling user (``user_id``): a bot is visible to the members of its workspace, and
     editable by those whose role allows it (``coze_lab.core.spaces``).
 
-    ``check_workflow`` and ``check_plugin_tools`` let the service refuse ids the owner cannot
-    use; ``plugin_versions`` freezes the online plugin versions into a published version.
+    A create or update refuses (400) a model id ``check_model`` refuses and plugin tools
+    that are not in the bot's space, and (404) workflows that are not; publishing freezes
+    the online plugin versions (``plugin_versions``) and the newest version of each
+    workflow into the published version, so republishing a workflow or a plugin never
+    changes a published bot.
 
     Example:
         >>> bots = BotService(db)                                                # doctest: +SKIP
@@ -90,6 +104,7 @@ class BotService:
     # ---- drafts ------------------------------------------------------------------------
     def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
         """A new bot in ``workspace_id`` (one of the user's spaces), made by ``owner_id``."""
+        _refuse_unsupported(body)
         name = self.limits.name(body.get("name"), "name")
         description = self.limits.description(body.get("description"), "description")
         icon_url = text(body.get("icon_url"), "icon_url", 1024)
@@ -115,6 +130,7 @@ class BotService:
 
     def update(self, owner_id: int, bot_id: int, body: Mapping[str, Any]) -> BotInfo:
         """Apply an update body to the draft only (published versions never change)."""
+        _refuse_unsupported(body)
         with self._db.transaction() as session:
             row = self._editable(session, owner_id, bot_id)
             config = BotConfig.from_dict(row.draft).updated(body, self.limits)
@@ -127,6 +143,39 @@ class BotService:
                 row.icon_url = text(body["icon_url"], "icon_url", 1024)
             row.draft = config.to_dict()
             row.updated_at = self._clock()
+            return self._info(session, row)
+
+    def duplicate(self, user_id: int, bot_id: int, workspace_id: int, name: Any = None) -> BotInfo:
+        """A new draft bot in ``workspace_id`` with the configuration of a bot the user can
+        read (its newest published version, else its draft): Coze's template duplicate,
+        where any bot you can read is a template. ``name`` defaults to the source's."""
+        with self._db.transaction() as session:
+            try:
+                source = self._visible(session, user_id, bot_id)
+            except NotFound:
+                raise NotFound(
+                    f"template {bot_id} does not exist (templates here are the bots you can read)"
+                ) from None
+            Access.load(session, user_id).require(workspace_id, Permission.EDIT)
+            version = self._newest_version(session, bot_id)
+            config = BotConfig.from_dict(version.config if version is not None else source.draft)
+            # pins belong to a published version; the copy is a draft
+            config = replace(config, plugin_versions={}, workflow_versions={})
+            self._check(workspace_id, config, session)
+            now = self._clock()
+            row = BotRecord(
+                id=new_id(),
+                owner_id=user_id,
+                workspace_id=workspace_id,
+                name=source.name if name in (None, "") else self.limits.name(name, "name"),
+                description=source.description,
+                icon_url=source.icon_url,
+                draft=config.to_dict(),
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(row)
+            session.flush()
             return self._info(session, row)
 
     def get(self, owner_id: int, bot_id: int, *, published: bool = False) -> BotInfo:
@@ -203,6 +252,10 @@ class BotService:
             if self._plugin_versions is not None and config.plugin_tools:
                 pinned = self._plugin_versions(owner_id, [t.tool_id for t in config.plugin_tools])
                 config = replace(config, plugin_versions=pinned)
+            if config.workflow_ids:
+                config = replace(
+                    config, workflow_versions=_newest_workflow_versions(session, config)
+                )
             newest = self._newest_version(session, bot_id)
             number = 1 if newest is None else newest.version + 1
             now = self._clock()
@@ -244,6 +297,32 @@ class BotService:
             if not result.rowcount:
                 raise NotFound(f"bot {bot_id} is not published to connector {connector_id}")
 
+    def review(
+        self, owner_id: int, bot_id: int, connector_id: str, audit_status: Any, reason: Any
+    ) -> None:
+        """A connector's review of a published bot (Coze's ``audit_status``: 1 pending,
+        2 approved, 3 rejected). Our connectors serve a bot as soon as it is published, so
+        there is nothing to wait for: approved keeps it served, rejected (with a reason)
+        stops serving it on that connector, as an unpublish does; pending is refused."""
+        connectors.check_publishable(connector_id)
+        if isinstance(audit_status, bool) or audit_status not in AUDIT_STATUSES:
+            raise InvalidParameter("audit_status must be 1 (pending), 2 (approved) or 3 (rejected)")
+        if audit_status == AUDIT_PENDING:
+            raise InvalidParameter(
+                "audit_status 1 (pending) is not supported: coze_lab's connectors have no review "
+                "queue, a published bot is served at once"
+            )
+        why = text(reason, "reason", 1000)
+        if audit_status == AUDIT_REJECTED and not why.strip():
+            raise InvalidParameter("reason is required when audit_status is 3 (rejected)")
+        with self._db.transaction() as session:
+            self._editable(session, owner_id, bot_id)
+            binding = session.get(BotConnector, (bot_id, connector_id))
+            if binding is None:
+                raise connectors.not_published(bot_id, connector_id)
+            if audit_status == AUDIT_REJECTED:
+                session.delete(binding)
+
     def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
         """The configuration a chat on ``connector_id`` runs: the draft on the Playground,
         the version published to that connector everywhere else."""
@@ -281,6 +360,23 @@ class BotService:
         member who may chat with the bot may run them)."""
         if self._check_model is not None:
             self._check_model(config.model_id)
+        if config.plugin_tools:
+            pairs = set(
+                session.execute(
+                    select(PluginTool.plugin_id, PluginTool.id)
+                    .join(PluginRecord, PluginRecord.id == PluginTool.plugin_id)
+                    .where(
+                        PluginRecord.space_id == space_id,
+                        PluginTool.id.in_([t.tool_id for t in config.plugin_tools]),
+                    )
+                ).tuples()
+            )
+            unknown = [t for t in config.plugin_tools if (t.plugin_id, t.tool_id) not in pairs]
+            if unknown:
+                named = ", ".join(f"plugin_id {t.plugin_id} api_id {t.tool_id}" for t in unknown)
+                raise InvalidParameter(
+                    f"plugin_id_list: no such plugin tool in the bot's space: {named}"
+                )
         if not config.workflow_ids:
             return
         found = set(
@@ -327,6 +423,34 @@ class BotService:
     def _info(self, session: Any, row: BotRecord) -> BotInfo:
         bindings = session.scalars(select(BotConnector).where(BotConnector.bot_id == row.id)).all()
         return _build(row, bindings)
+
+
+#: fields of Coze's bot bodies coze_lab does not keep, with what to do instead
+UNSUPPORTED_FIELDS = {
+    "icon_file_id": "bot icons from uploaded files are not kept here; set icon_url instead",
+}
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """400 naming a field we would otherwise drop silently."""
+    for name, instead in UNSUPPORTED_FIELDS.items():
+        if body.get(name) not in (None, ""):
+            raise InvalidParameter(f"{name} is not supported: {instead}")
+
+
+def _newest_workflow_versions(session: Any, config: BotConfig) -> dict[int, int]:
+    """workflow_id → its newest published version, for a publish to freeze; NotFound for
+    a workflow never published (a published bot could not run it)."""
+    rows = session.execute(
+        select(WorkflowVersion.workflow_id, func.max(WorkflowVersion.version))
+        .where(WorkflowVersion.workflow_id.in_(config.workflow_ids))
+        .group_by(WorkflowVersion.workflow_id)
+    ).all()
+    newest = {row[0]: row[1] for row in rows}
+    missing = [str(i) for i in config.workflow_ids if i not in newest]
+    if missing:
+        raise NotFound(f"workflow {', '.join(missing)} has no published version; publish it")
+    return {i: int(newest[i]) for i in config.workflow_ids}
 
 
 def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:

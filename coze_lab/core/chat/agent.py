@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,13 @@ HEARTBEAT_S = 6.0
 #: how often the answer streamed so far is written (a server killed mid-answer loses at most
 #: this much of it); the writes run in a thread, off the token path
 PARTIAL_SAVE_S = 0.5
+#: suggested follow-up questions after an answer (Coze's ``suggest_reply_info``)
+MAX_FOLLOW_UPS, MAX_FOLLOW_UP_CHARS = 3, 200
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s*")
+SUGGEST_PROMPT = (
+    "Suggest up to 3 short questions the user might ask next in this conversation, in the "
+    "user's language, one per line, without numbering or any other text."
+)
 
 
 class _Canceled(Exception):
@@ -190,8 +198,18 @@ class AgentRun:
                 await self._written.wait()
             self.state.round += 1
             if not calls:
+                answer: MessageInfo | None = self._row(
+                    "answer", content, message_id=self._answer_id or new_id()
+                )
+                follow_ups: list[MessageInfo] = []
+                if config.suggest_reply_mode != "disable" and content.strip():
+                    async with self._save_lock:  # the answer first, then the suggestions
+                        self._write([answer], emit=True)  # type: ignore[list-item]
+                    follow_ups = await self._follow_ups(content)
+                    self._check_canceled(force=True)
+                    answer = None
                 async with self._save_lock:
-                    self._complete(content)
+                    self._complete(answer, follow_ups)
                 return
             assistant: dict[str, Any] = {
                 "role": "assistant",
@@ -223,7 +241,11 @@ class AgentRun:
         acc = CompletionAccumulator()
         parts: list[str] = []
         self._partial = (answer_id, parts)
-        stream = self._client.stream(spec, self.state.messages, tools=tools, **config.model_params)
+        # a json bot's prompt asks for JSON too (ChatService), for models without a JSON mode
+        fmt = {"type": "json_object"} if config.response_format == "json" else None
+        stream = self._client.stream(
+            spec, self.state.messages, tools=tools, response_format=fmt, **config.model_params
+        )
         async with contextlib.aclosing(stream) as chunks:
             async for chunk in chunks:
                 acc.add(chunk)
@@ -236,6 +258,40 @@ class AgentRun:
         self._partial = None
         self._answer_id = answer_id
         return done.content, done.tool_calls
+
+    async def _follow_ups(self, answer: str) -> list[MessageInfo]:
+        """Up to three questions the user might ask next (``follow_up`` messages), from one
+        more model call on the recent questions and answers; none when that call fails."""
+        config = self.state.config
+        instruction = (
+            config.suggest_reply_prompt
+            if config.suggest_reply_mode == "customized"
+            else SUGGEST_PROMPT
+        )
+        said = [
+            m
+            for m in self.state.messages
+            if m["role"] == "user" or (m["role"] == "assistant" and not m.get("tool_calls"))
+        ][-4:]
+        messages = [
+            *said,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": instruction},
+        ]
+        try:
+            done = await self._client.complete(self._spec, messages)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # suggestions are a nicety: the answer stands without them
+            log.warning("chat %s: no follow-up questions: %r", self.chat.id, exc)
+            return []
+        self.state.usage = self.state.usage + done.usage
+        questions = []
+        for line in (done.content or "").splitlines():
+            question = _BULLET.sub("", line).strip()
+            if question and question not in questions:
+                questions.append(question[:MAX_FOLLOW_UP_CHARS])
+        return [self._row("follow_up", q) for q in questions[:MAX_FOLLOW_UPS]]
 
     def _invoker(self, call: ToolCall) -> Any:
         tool = self.tools.get(call.name)
@@ -259,19 +315,22 @@ class AgentRun:
             return error_outcome(exc)
 
     # ---- outcomes ----------------------------------------------------------------------------
-    def _complete(self, content: str) -> None:
-        answer = self._row("answer", content, message_id=self._answer_id or new_id())
+    def _complete(self, answer: MessageInfo | None, follow_ups: list[MessageInfo]) -> None:
+        """Finish the chat with its answer (None: already written) and the suggested
+        follow-up questions, in one write."""
+        rows = [answer, *follow_ups] if answer is not None else follow_ups
         final = self._store.finish(
             self.chat.id,
             "completed",
             usage=coze_usage(self.state.usage),
-            messages=[answer] if self._persist else [],
+            messages=rows if self._persist else [],
             owner_id=self.chat.owner_id,
             replacing=self._replacing(),
         )
         if final is None:
             return
-        self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=answer))
+        for row in rows:
+            self._channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=row))
         self._channel.put(ChatEvent(ev.CHAT_COMPLETED, chat=final))
 
     def _requires_action(self, calls: list[ToolCall]) -> None:

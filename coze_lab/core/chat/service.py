@@ -160,6 +160,8 @@ class ChatService:
             resolved.config.prompt,
             self._variables(resolved, conversation, chat, request),
         )
+        if resolved.config.response_format == "json":
+            system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages += [_model_message(m) for m in [*history, *new_chat.messages]]
         state = AgentState(messages=messages, config=resolved.config)
@@ -359,7 +361,12 @@ class ChatService:
         draft = connector_id == connectors.PLAYGROUND
         tools: list[Tool] = []
         for workflow_id in config.workflow_ids:
-            spec, version = self._workflows.runnable(owner_id, workflow_id, draft=draft)
+            # a published bot runs the versions it was published with (none pinned: the
+            # bot was published before versions were pinned; it runs the newest)
+            pinned = None if draft else config.workflow_versions.get(workflow_id)
+            spec, version = self._workflows.runnable(
+                owner_id, workflow_id, draft=draft, version=pinned
+            )
             tools.append(workflow_tool(workflow_id, spec, version, self._workflow_runner(owner_id)))
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
@@ -437,6 +444,10 @@ class ChatService:
                 )
             )
         return tools
+
+
+#: what a bot with ``response_format: json`` adds to its prompt
+JSON_INSTRUCTION = "Answer with one JSON object and nothing else."
 
 
 def _model_message(message: MessageInfo) -> dict[str, Any]:

@@ -11,16 +11,19 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 
 from coze_lab.core import connectors
-from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.clock import Clock, to_unix, utcnow
 from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
-from coze_lab.core.limits import Limits
+from coze_lab.core.limits import Limits, text
 from coze_lab.core.spaces import visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, Conversation, Message
 
 MAX_INITIAL_MESSAGES = 100
+#: Coze's message feedback
+FEEDBACK_TYPES = ("like", "unlike")
+MAX_FEEDBACK_REASONS, MAX_FEEDBACK_COMMENT_CHARS = 10, 1000
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class MessageInfo:
     created_at: datetime
     updated_at: datetime
     reasoning_content: str | None = None
+    #: the user's like or unlike of a bot's answer: feedback_type, reason_types, comment
+    feedback: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -245,11 +250,18 @@ class ConversationService:
         return [_conversation(r) for r in rows[:page_size]], len(rows) > page_size
 
     def update(
-        self, owner_id: int, connector_id: str, conversation_id: int, *, name: Any
+        self, owner_id: int, connector_id: str, conversation_id: int, body: Mapping[str, Any]
     ) -> ConversationInfo:
+        """Rename (``name``) and/or replace the ``meta_data`` of a conversation; fields the
+        body leaves out stay as they are."""
+        meta = check_meta_data(body["meta_data"]) if "meta_data" in body else None
+        name = self.limits.name(body["name"], "name", required=False) if "name" in body else None
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, connector_id, conversation_id)
-            row.name = self.limits.name(name, "name", required=False)
+            if name is not None:
+                row.name = name
+            if meta is not None:
+                row.meta_data = meta
             row.updated_at = self._clock()
             return _conversation(row)
 
@@ -351,6 +363,51 @@ class ConversationService:
             row.updated_at = self._clock()
             return message_info(row)
 
+    def set_feedback(
+        self,
+        owner_id: int,
+        connector_id: str,
+        conversation_id: int,
+        message_id: int,
+        body: Mapping[str, Any] | None,
+    ) -> None:
+        """Record the user's like or unlike of one of the bot's answers (replacing an
+        earlier one); ``body`` None removes it. Body: ``feedback_type`` (like, unlike),
+        ``reason_types`` (a list of labels), ``comment``."""
+        feedback = None if body is None else self._feedback(body)
+        with self._db.transaction() as session:
+            self._owned(session, owner_id, connector_id, conversation_id)
+            row = self._message(session, conversation_id, message_id)
+            if row.role != "assistant" or row.type != "answer":
+                raise InvalidParameter(
+                    f"message {message_id} is not a bot's answer: feedback is for answers"
+                )
+            if body is None and row.feedback is None:
+                raise NotFound(f"message {message_id} has no feedback")
+            row.feedback = feedback
+
+    def _feedback(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        kind = body.get("feedback_type")
+        if kind not in FEEDBACK_TYPES:
+            raise InvalidParameter(f"feedback_type must be one of {', '.join(FEEDBACK_TYPES)}")
+        reasons = body.get("reason_types") or []
+        if (
+            not isinstance(reasons, list)
+            or len(reasons) > MAX_FEEDBACK_REASONS
+            or not all(isinstance(r, str) and 0 < len(r) <= 100 for r in reasons)
+        ):
+            raise InvalidParameter(
+                f"reason_types must be a list of at most {MAX_FEEDBACK_REASONS} labels "
+                "(1 to 100 characters each)"
+            )
+        comment = text(body.get("comment"), "comment", MAX_FEEDBACK_COMMENT_CHARS)
+        return {
+            "feedback_type": kind,
+            "reason_types": list(dict.fromkeys(reasons)),
+            "comment": comment,
+            "created_at": to_unix(self._clock()),
+        }
+
     def delete_message(
         self, owner_id: int, connector_id: str, conversation_id: int, message_id: int
     ) -> MessageInfo:
@@ -360,6 +417,21 @@ class ConversationService:
             info = message_info(row)
             session.delete(row)
             return info
+
+    def last_answer(self, conversation: ConversationInfo) -> MessageInfo | None:
+        """The newest assistant message of the conversation's current section."""
+        with self._db.reading() as session:
+            row = session.scalars(
+                select(Message)
+                .where(
+                    Message.conversation_id == conversation.id,
+                    Message.section_id == conversation.section_id,
+                    Message.role == "assistant",
+                )
+                .order_by(Message.id.desc())
+                .limit(1)
+            ).first()
+            return None if row is None else message_info(row)
 
     def history(self, conversation: ConversationInfo, *, rounds: int) -> list[MessageInfo]:
         """The questions and answers of the current section, the last ``rounds`` rounds."""
@@ -534,6 +606,7 @@ def message_info(row: Message) -> MessageInfo:
         created_at=row.created_at,
         updated_at=row.updated_at,
         reasoning_content=row.reasoning_content,
+        feedback=row.feedback,
     )
 
 

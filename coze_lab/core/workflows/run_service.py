@@ -67,18 +67,22 @@ class RunService:
         spec: WorkflowSpec | None = None,
         version: int | None = None,
         ignore_undeclared: bool = False,
+        at_version: int | None = None,
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
-        The run uses the workflow's newest published version, its draft (``draft``), or
-        ``spec`` when one is given (a definition from a notebook, or one already resolved).
+        The run uses the workflow's newest published version, the published version
+        ``at_version``, its draft (``draft``), or ``spec`` when one is given (a definition
+        from a notebook, or one already resolved, of version ``version``).
         ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
         does), noting them in the run's trace; otherwise they are refused.
         """
         if spec is None:
             if workflow_id is None:
                 raise InvalidParameter("give a workflow_id or a definition")
-            spec, version = self._workflows.runnable(owner_id, workflow_id, draft=draft)
+            spec, version = self._workflows.runnable(
+                owner_id, workflow_id, draft=draft, version=at_version
+            )
         return await self.engine.start(
             owner_id,
             spec,

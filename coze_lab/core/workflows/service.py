@@ -6,21 +6,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
-from coze_lab.core.errors import Conflict, NotFound
+from coze_lab.core.errors import Conflict, InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits
 from coze_lab.core.spaces import Access, Permission, visible
 from coze_lab.core.workflows.spec import WorkflowDefinitionError, WorkflowSpec
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
-from coze_lab.store.models import WorkflowRecord, WorkflowVersion
+from coze_lab.store.models import User, WorkflowRecord, WorkflowVersion
 
 #: parsed published versions kept in memory
 VERSION_CACHE = 1024
+#: Coze's ``publish_status`` filter of the workflow and version lists
+PUBLISH_STATUSES = ("all", "published_online", "unpublished_draft")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,22 @@ class WorkflowInfo:
     updated_at: datetime
     #: the space the workflow belongs to (its members read, run and edit it)
     space_id: int = 0
+    #: the name of the member who made it
+    owner_name: str = ""
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A published version of a workflow (Coze's WorkflowVersionInfo).
+
+    No publisher is recorded per version: ``creator_id`` is the workflow's maker."""
+
+    workflow_id: int
+    version: int
+    description: str
+    created_at: datetime
+    creator_id: int
+    creator_name: str
 
 
 class WorkflowService:
@@ -132,6 +150,77 @@ class WorkflowService:
             ).all()
             return [self._info(session, row) for row in rows]
 
+    def page(
+        self,
+        user_id: int,
+        *,
+        space_id: int | None = None,
+        publish_status: str = "all",
+        page_num: int = 1,
+        page_size: int = 100,
+    ) -> tuple[list[WorkflowInfo], bool]:
+        """One page of a space's workflows (Coze's ``/v1/workflows``), newest first, and
+        whether more follow. ``publish_status``: all, published_online (published at least
+        once) or unpublished_draft (never published)."""
+        if publish_status not in PUBLISH_STATUSES:
+            raise InvalidParameter(f"publish_status must be one of {', '.join(PUBLISH_STATUSES)}")
+        with self._db.reading() as session:
+            access = Access.load(session, user_id)
+            space = access.space(space_id)
+            access.require(space, Permission.READ)
+            query = select(WorkflowRecord).where(WorkflowRecord.space_id == space)
+            published = exists().where(WorkflowVersion.workflow_id == WorkflowRecord.id)
+            if publish_status == "published_online":
+                query = query.where(published)
+            elif publish_status == "unpublished_draft":
+                query = query.where(~published)
+            rows = session.scalars(
+                query.order_by(WorkflowRecord.id.desc())
+                .offset((page_num - 1) * page_size)
+                .limit(page_size + 1)
+            ).all()
+            return [self._info(session, row) for row in rows[:page_size]], len(rows) > page_size
+
+    def versions(
+        self,
+        user_id: int,
+        workflow_id: int,
+        *,
+        publish_status: str = "published_online",
+        page_size: int = 10,
+        before: int | None = None,
+    ) -> tuple[list[VersionInfo], bool]:
+        """The workflow's published versions, newest first, below version ``before`` (the
+        page token), and whether more follow. The draft is not a version:
+        ``unpublished_draft`` lists none."""
+        if publish_status not in PUBLISH_STATUSES:
+            raise InvalidParameter(f"publish_status must be one of {', '.join(PUBLISH_STATUSES)}")
+        with self._db.reading() as session:
+            row = self._visible(session, user_id, workflow_id)
+            if publish_status == "unpublished_draft":
+                return [], False
+            query = select(
+                WorkflowVersion.version, WorkflowVersion.created_at, WorkflowVersion.definition
+            ).where(WorkflowVersion.workflow_id == workflow_id)
+            if before is not None:
+                query = query.where(WorkflowVersion.version < before)
+            found = session.execute(
+                query.order_by(WorkflowVersion.version.desc()).limit(page_size + 1)
+            ).all()
+            maker = session.get(User, row.owner_id)
+            items = [
+                VersionInfo(
+                    workflow_id=workflow_id,
+                    version=v.version,
+                    description=str((v.definition or {}).get("description", "")),
+                    created_at=v.created_at,
+                    creator_id=row.owner_id,
+                    creator_name=maker.name if maker else "",
+                )
+                for v in found[:page_size]
+            ]
+            return items, len(found) > page_size
+
     def delete(self, owner_id: int, workflow_id: int) -> None:
         with self._db.transaction() as session:
             row = self._visible(session, owner_id, workflow_id)
@@ -141,40 +230,49 @@ class WorkflowService:
             session.delete(row)
 
     def runnable(
-        self, owner_id: int, workflow_id: int, *, draft: bool = False
+        self,
+        owner_id: int,
+        workflow_id: int,
+        *,
+        draft: bool = False,
+        version: int | None = None,
     ) -> tuple[WorkflowSpec, int | None]:
-        """The definition a run uses: the newest published version (or the draft)."""
+        """The definition a run uses: the newest published version, the published
+        ``version`` given, or the draft."""
         if draft:
             with self._db.reading() as session:
                 row = self._visible(session, owner_id, workflow_id)
                 return WorkflowSpec.from_dict(row.draft), None
         # the hot path of every published run: one indexed read, a parsed spec from the cache
         with self._db.read() as conn:
-            version = conn.execute(
+            query = (
                 select(WorkflowVersion.id, WorkflowVersion.version)
                 .join(WorkflowRecord, WorkflowRecord.id == WorkflowVersion.workflow_id)
                 .where(
                     WorkflowVersion.workflow_id == workflow_id,
                     visible(WorkflowRecord.space_id, owner_id),
                 )
-                .order_by(WorkflowVersion.version.desc())
-                .limit(1)
-            ).first()
-            if version is None:
+            )
+            if version is not None:
+                query = query.where(WorkflowVersion.version == version)
+            found = conn.execute(query.order_by(WorkflowVersion.version.desc()).limit(1)).first()
+            if found is None:
                 with self._db.reading() as session:
                     self._visible(session, owner_id, workflow_id)  # NotFound if not theirs
+                if version is not None:
+                    raise NotFound(f"workflow {workflow_id} has no published version {version}")
                 raise NotFound(f"workflow {workflow_id} has no published version; publish it")
-            spec = self._versions.get(version.id)
+            spec = self._versions.get(found.id)
             if spec is None:  # versions never change: read and parse each one once
                 spec = WorkflowSpec.from_dict(
                     conn.scalar(
-                        select(WorkflowVersion.definition).where(WorkflowVersion.id == version.id)
+                        select(WorkflowVersion.definition).where(WorkflowVersion.id == found.id)
                     )
                 )
                 if len(self._versions) >= VERSION_CACHE:
                     self._versions.pop(next(iter(self._versions)))
-                self._versions[version.id] = spec
-            return spec, version.version
+                self._versions[found.id] = spec
+            return spec, found.version
 
     def _visible(self, session: Any, user_id: int, workflow_id: int) -> WorkflowRecord:
         row = session.scalars(
@@ -200,6 +298,7 @@ class WorkflowService:
             created_at=row.created_at,
             updated_at=row.updated_at,
             space_id=row.space_id,
+            owner_name=getattr(session.get(User, row.owner_id), "name", ""),
         )
 
 

@@ -65,6 +65,50 @@ class BotUnpublishHandler(CozeHandler):
         self.reply({})
 
 
+class ConnectorBotHandler(CozeHandler):
+    """PUT /v1/connectors/{connector_id}/bots/{bot_id}: the connector's review result
+    (``audit_status`` 2 approved, 3 rejected with a ``reason``: no longer served there)."""
+
+    def put(self, connector_id: str, bot_id: str) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        self.runtime.bots.review(
+            user.id,
+            parse_id(bot_id, "bot_id"),
+            connector_id,
+            body.get("audit_status"),
+            body.get("reason"),
+        )
+        self.reply({})
+
+
+class TemplateDuplicateHandler(CozeHandler):
+    """POST /v1/templates/{template_id}/duplicate: coze_lab has no template store; a
+    template is any bot you can read, copied as a new draft bot into ``workspace_id``."""
+
+    def post(self, template_id: str) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        info = self.runtime.bots.duplicate(
+            user.id,
+            parse_id(template_id, "template_id"),
+            parse_id(body.get("workspace_id"), "workspace_id"),
+            body.get("name"),
+        )
+        self.reply({"entity_id": str(info.id), "entity_type": "agent"})
+
+
+class AppsHandler(CozeHandler):
+    """GET /v1/apps?workspace_id=: Coze's apps (low-code applications) do not exist in
+    coze_lab, so a workspace you belong to lists none."""
+
+    def get(self) -> None:
+        user = self.coze_user()
+        space = parse_id(self.get_query_argument("workspace_id", None), "workspace_id")
+        self.runtime.spaces.get(user.id, space)  # 404 for a space you do not belong to
+        self.reply({"items": [], "total": 0})
+
+
 class BotOnlineInfoHandler(CozeHandler):
     """GET /v1/bot/get_online_info?bot_id=: the newest published configuration."""
 

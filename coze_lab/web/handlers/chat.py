@@ -9,7 +9,7 @@ from coze_lab.core.chat import events as ev
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
-from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
+from coze_lab.web.requests import parse_chat_request, parse_chatflow_request, parse_tool_outputs
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -49,6 +49,16 @@ class ChatHandler(CozeHandler):
             await stream_chat(self, handle)
         else:
             self.reply(serialize.chat(handle.chat))
+
+
+class WorkflowChatHandler(CozeHandler):
+    """POST /v1/workflows/chat: a chat-flow chat, streamed with Coze's chat events."""
+
+    async def post(self) -> None:
+        user = self.coze_user()
+        request = parse_chatflow_request(self.json_body())
+        handle = await self.runtime.chatflows.start(user.id, self.connector(), request)
+        await stream_chat(self, handle)
 
 
 class ChatRetrieveHandler(CozeHandler):

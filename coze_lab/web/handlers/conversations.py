@@ -73,16 +73,14 @@ class ConversationsHandler(CozeHandler):
 
 
 class ConversationHandler(CozeHandler):
-    """PUT: rename. DELETE: delete the conversation with its messages and chats."""
+    """PUT: rename (``name``) and/or replace ``meta_data``. DELETE: delete the conversation
+    with its messages and chats."""
 
     def put(self, conversation_id: str) -> None:
         user = self.coze_user()
         body = self.json_body()
         info = self.runtime.conversations.update(
-            user.id,
-            self.connector(),
-            parse_id(conversation_id, "conversation_id"),
-            name=body.get("name"),
+            user.id, self.connector(), parse_id(conversation_id, "conversation_id"), body
         )
         self.reply(serialize.conversation(info))
 
@@ -176,3 +174,31 @@ class MessageDeleteHandler(MessageArea):
             user.id, self.connector(), self._conversation_id(), self._message_id()
         )
         self.reply(serialize.message(info))
+
+
+class MessageFeedbackHandler(CozeHandler):
+    """POST: like or unlike one of the bot's answers (``feedback_type``, ``reason_types``,
+    ``comment``). DELETE: take the feedback back."""
+
+    def post(self, conversation_id: str, message_id: str) -> None:
+        user = self.coze_user()
+        body = self.json_body()
+        self.runtime.conversations.set_feedback(
+            user.id,
+            self.connector(),
+            parse_id(conversation_id, "conversation_id"),
+            parse_id(message_id, "message_id"),
+            body,
+        )
+        self.reply({})
+
+    def delete(self, conversation_id: str, message_id: str) -> None:
+        user = self.coze_user()
+        self.runtime.conversations.set_feedback(
+            user.id,
+            self.connector(),
+            parse_id(conversation_id, "conversation_id"),
+            parse_id(message_id, "message_id"),
+            None,
+        )
+        self.reply({})

@@ -1,4 +1,5 @@
-"""The Coze workflow API: run, stream_run, stream_resume, run histories."""
+"""The Coze workflow API: run, stream_run, stream_resume, run histories, and the
+workflows themselves (list, retrieve, versions)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.run_store import RunInfo
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
+from coze_lab.web.params import int_value, version_number
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -30,8 +32,14 @@ class WorkflowHandler(CozeHandler):
         user = self.coze_user()
         # Coze ignores parameters the start node does not declare (its own examples send
         # some); the run's trace notes them
+        # ``version`` (Coze's ``workflow_version`` too) runs that published version
+        raw = body.get("version", body.get("workflow_version"))
         return await self.runtime.runs.start(
-            user.id, self.workflow_id(body), self.parameters(body), ignore_undeclared=True
+            user.id,
+            self.workflow_id(body),
+            self.parameters(body),
+            ignore_undeclared=True,
+            at_version=version_number(raw, "version"),
         )
 
     async def stream(self, run_id: int, after: int) -> None:
@@ -98,6 +106,91 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
             workflow_id=self.workflow_id(body),
         )
         await self.stream(resumed.run.id, resumed.after)
+
+
+class RunHistoryQueryHandler(CozeHandler):
+    """GET /v1/workflow/get_run_history?workflow_id=&execute_id=: Coze's older form of the
+    run history (the same one-item list)."""
+
+    def get(self) -> None:
+        user = self.coze_user()
+        info = self.runtime.runs.get(
+            user.id,
+            parse_id(self.get_query_argument("execute_id", None), "execute_id"),
+            workflow_id=parse_id(self.get_query_argument("workflow_id", None), "workflow_id"),
+        )
+        self.reply([serialize.run_history(info)])
+
+
+class WorkflowsListHandler(CozeHandler):
+    """GET /v1/workflows: a page of a space's workflows (``workspace_id``; default the
+    personal space). Every workflow here is a plain workflow in no app: ``workflow_mode``
+    chatflow and an ``app_id`` list none."""
+
+    def get(self) -> None:
+        user = self.coze_user()
+        mode = self.get_query_argument("workflow_mode", None) or "workflow"
+        if mode not in ("workflow", "chatflow"):
+            raise InvalidParameter("workflow_mode must be workflow or chatflow")
+        items, has_more = self.runtime.workflows.page(
+            user.id,
+            space_id=self.space_query("workspace_id"),
+            publish_status=self.get_query_argument("publish_status", None) or "all",
+            page_num=int_value(
+                self.get_query_argument("page_num", None),
+                "page_num",
+                default=1,
+                low=1,
+                high=10**6,
+            ),
+            page_size=int_value(
+                self.get_query_argument("page_size", None),
+                "page_size",
+                default=100,
+                low=1,
+                high=100,
+            ),
+        )
+        if mode == "chatflow" or self.get_query_argument("app_id", None):
+            items, has_more = [], False
+        self.reply({"items": [serialize.workflow_basic(w) for w in items], "has_more": has_more})
+
+
+class WorkflowRetrieveHandler(CozeHandler):
+    """GET /v1/workflows/{workflow_id}: Coze's WorkflowInfo."""
+
+    def get(self, workflow_id: str) -> None:
+        user = self.coze_user()
+        info = self.runtime.workflows.get(user.id, parse_id(workflow_id, "workflow_id"))
+        self.reply({"workflow_detail": serialize.workflow_basic(info)})
+
+
+class WorkflowVersionsHandler(CozeHandler):
+    """GET /v1/workflows/{workflow_id}/versions: the published versions, newest first;
+    ``page_token`` is the version the previous page ended at."""
+
+    def get(self, workflow_id: str) -> None:
+        user = self.coze_user()
+        items, has_more = self.runtime.workflows.versions(
+            user.id,
+            parse_id(workflow_id, "workflow_id"),
+            publish_status=self.get_query_argument("publish_status", None) or "published_online",
+            page_size=int_value(
+                self.get_query_argument("page_size", None),
+                "page_size",
+                default=10,
+                low=1,
+                high=30,
+            ),
+            before=version_number(self.get_query_argument("page_token", None), "page_token"),
+        )
+        self.reply(
+            {
+                "items": [serialize.workflow_version(v) for v in items],
+                "has_more": has_more,
+                "next_page_token": str(items[-1].version) if has_more else "",
+            }
+        )
 
 
 class RunHistoryHandler(CozeHandler):

@@ -16,12 +16,20 @@ def test_a_create_body_round_trips_through_storage() -> None:
             "onboarding_info": {"prologue": "Hello", "suggested_questions": ["Why?"]},
             "variables": [{"keyword": "name", "default_value": "you"}],
             "functions": [{"name": "lookup", "parameters": {"type": "object"}}],
+            "suggest_reply_info": {"reply_mode": "customized", "customized_prompt": "Ask more"},
         }
     )
     assert config.workflow_ids == (7001,)  # duplicates collapse
     assert config.history_rounds == 3 and config.model_params == {"temperature": 0.5}
     assert config.variable_defaults() == {"name": "you"}
+    assert (config.suggest_reply_mode, config.suggest_reply_prompt) == ("customized", "Ask more")
+    assert config.response_format == "text"
     assert BotConfig.from_dict(config.to_dict()) == config
+    pinned = BotConfig.from_dict({**config.to_dict(), "workflow_versions": {"7001": 3}})
+    assert pinned.workflow_versions == {7001: 3}
+    assert BotConfig.from_dict(pinned.to_dict()) == pinned
+    json_bot = config.updated({"model_info_config": {"model_id": "m", "response_format": "json"}})
+    assert json_bot.response_format == "json" and json_bot.suggest_reply_mode == "customized"
 
 
 def test_update_changes_only_the_fields_it_names() -> None:
@@ -50,6 +58,9 @@ def test_update_changes_only_the_fields_it_names() -> None:
         {"functions": [{"name": "bad name"}]},
         {"functions": [{"name": "f", "parameters": {"type": "string"}}]},
         {"onboarding_info": {"suggested_questions": [1]}},
+        {"suggest_reply_info": {"reply_mode": "sometimes"}},
+        {"suggest_reply_info": {"reply_mode": "customized"}},
+        {"model_info_config": {"model_id": "m", "response_format": "yaml"}},
     ],
 )
 def test_bad_bodies_name_the_field(body: dict) -> None:
