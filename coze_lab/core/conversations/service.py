@@ -437,20 +437,18 @@ class ConversationService:
         """The questions and answers of the current section, the last ``rounds`` rounds."""
         if rounds <= 0:
             return []
-        with self._db.reading() as session:
-            rows = list(
-                session.scalars(
-                    select(Message)
-                    .where(
-                        Message.conversation_id == conversation.id,
-                        Message.section_id == conversation.section_id,
-                        Message.type.in_(("question", "answer")),
-                    )
-                    .order_by(Message.id.desc())
-                    .limit(rounds * 8)
+        with self._db.read() as conn:  # Core rows: this read is on every chat's first token
+            rows = conn.execute(
+                select(Message.__table__)
+                .where(
+                    Message.conversation_id == conversation.id,
+                    Message.section_id == conversation.section_id,
+                    Message.type.in_(("question", "answer")),
                 )
-            )
-        kept: list[Message] = []
+                .order_by(Message.id.desc())
+                .limit(rounds * 8)
+            ).all()
+        kept: list[Any] = []
         questions = 0
         for row in rows:
             kept.append(row)
