@@ -12,6 +12,7 @@ from coze_lab.core.conversations import parse_message
 from coze_lab.core.conversations.content import check_meta_data
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 
 MAX_ADDITIONAL_MESSAGES = 100
 
@@ -74,3 +75,33 @@ def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
             raise InvalidParameter(f"tool_outputs[{i}] repeats tool_call_id {call_id}")
         outputs[call_id] = output
     return outputs
+
+
+def parse_workflow_parameters(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A workflow run's ``parameters``: an object, or that object as a JSON string (some
+    clients send it so)."""
+    parameters = body.get("parameters") or {}
+    if isinstance(parameters, str):
+        parameters = parse_json(parameters, "parameters")
+    if not isinstance(parameters, dict):
+        raise InvalidParameter("parameters must be an object")
+    return parameters
+
+
+def parse_plugin_source(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The document, manifest and server URL fields of a plugin import or update body."""
+    openapi, url = body.get("openapi"), body.get("url")
+    if openapi is not None and not isinstance(openapi, (str, dict)):
+        raise InvalidParameter("openapi must be the document's text or object")
+    if url is not None and not isinstance(url, str):
+        raise InvalidParameter("url must be a string")
+    if body.get("manifest") is not None and not isinstance(body["manifest"], dict):
+        raise InvalidParameter("manifest must be an object")
+    if body.get("server_url") is not None and not isinstance(body["server_url"], str):
+        raise InvalidParameter("server_url must be a string")
+    return {
+        "openapi": openapi,
+        "url": url,
+        "manifest": body.get("manifest"),
+        "server_url": body.get("server_url"),
+    }

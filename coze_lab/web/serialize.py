@@ -195,6 +195,19 @@ def run_history(info: RunInfo) -> dict[str, Any]:
     }
 
 
+def sync_run(info: RunInfo, pending: list[InterruptInfo]) -> tuple[str, dict[str, Any]]:
+    """Coze's body for a finished synchronous run (``/v1/workflow/run``): the outputs as a
+    JSON string in ``data``, the rest beside it (``interrupt_data`` when it waits)."""
+    extra: dict[str, Any] = {
+        "execute_id": str(info.id),
+        "debug_url": "",
+        "usage": chat_usage(info.usage or {}),
+    }
+    if info.status == "interrupted":
+        extra["interrupt_data"] = [interrupt(p) for p in pending]
+    return json.dumps(info.outputs or {}, ensure_ascii=False), extra
+
+
 def run(info: RunInfo) -> dict[str, Any]:
     """The studio's full run trace."""
     return {
