@@ -1,5 +1,6 @@
-"""Coze request bodies → the core's commands (``ChatRequest``, ``NewMessage``, tool
-outputs). The wire format is read here; the core checks what needs the database (files)."""
+"""Coze request bodies → the core's commands (``ChatRequest``, ``NewMessage``,
+``MessageEdit``, tool outputs). The wire format is read here; the core checks what needs the
+database (the files a message names)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,66 @@ from typing import Any
 
 from coze_lab.core.chat import ChatRequest
 from coze_lab.core.chat.prompt import check_custom_variables
-from coze_lab.core.conversations import parse_message
-from coze_lab.core.conversations.content import check_meta_data
+from coze_lab.core.conversations import MessageEdit, NewMessage
+from coze_lab.core.conversations.content import (
+    CONTENT_TYPES,
+    ROLES,
+    check_content,
+    check_meta_data,
+)
+from coze_lab.core.conversations.service import MAX_INITIAL_MESSAGES
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
 
 MAX_ADDITIONAL_MESSAGES = 100
+
+
+def parse_message(raw: Any, where: str) -> NewMessage:
+    """A message of a request body (``additional_messages[i]``, ``messages[i]``, the body
+    of ``/v1/conversation/message/create``).
+
+    Example:
+        >>> parse_message({"role": "user", "content": "hi"}, "m").message_type
+        'question'
+    """
+    if not isinstance(raw, Mapping):
+        raise InvalidParameter(f"{where} must be an object")
+    role = raw.get("role")
+    if role not in ROLES:
+        raise InvalidParameter(f"{where}.role must be 'user' or 'assistant'")
+    content, content_type = check_content(raw.get("content"), raw.get("content_type"))
+    kind = raw.get("type") or ""
+    allowed = ("", "question") if role == "user" else ("", "answer")
+    if kind not in allowed:
+        raise InvalidParameter(f"{where}.type '{kind}' is not allowed for role {role}")
+    return NewMessage(role, content, content_type, kind, check_meta_data(raw.get("meta_data")))
+
+
+def parse_initial_messages(raw: Any) -> list[NewMessage]:
+    """The ``messages`` a new conversation starts with."""
+    raw = raw or []
+    if not isinstance(raw, list):
+        raise InvalidParameter("messages must be a list")
+    if len(raw) > MAX_INITIAL_MESSAGES:
+        raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
+    return [parse_message(m, f"messages[{i}]") for i, m in enumerate(raw)]
+
+
+def parse_message_edit(body: Mapping[str, Any]) -> MessageEdit:
+    """A ``/v1/conversation/message/modify`` body: the fields it names change."""
+    content_type = content = meta_data = None
+    if "content_type" in body:
+        content_type = body["content_type"] or "text"
+        if content_type not in CONTENT_TYPES:
+            raise InvalidParameter(f"content_type must be one of {', '.join(CONTENT_TYPES)}")
+    if "content" in body:
+        content = body["content"]
+        if not isinstance(content, str):
+            raise InvalidParameter("content must be a string")
+    if "meta_data" in body:
+        meta_data = check_meta_data(body["meta_data"])
+    return MessageEdit(content, content_type, meta_data)
 
 
 def parse_chat_request(
