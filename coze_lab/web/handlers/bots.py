@@ -11,7 +11,7 @@ from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
-from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
+from coze_lab.web.requests import parse_bot_edit, parse_chat_request, parse_tool_outputs
 
 
 class BotsArea(CozeHandler):
@@ -34,7 +34,9 @@ class BotCreateHandler(CozeHandler):
         body = self.json_body()
         space_id = body.get("space_id")
         space = user.workspace_id if space_id in (None, "") else parse_id(space_id, "space_id")
-        info = self.runtime.bots.create(user.id, space, body)
+        info = self.runtime.bots.create(
+            user.id, space, parse_bot_edit(body, self.runtime.limits, create=True)
+        )
         self.reply(serialize.bot(info))
 
 
@@ -42,7 +44,8 @@ class BotUpdateHandler(CozeHandler):
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        self.runtime.bots.update(user.id, parse_id(body.get("bot_id"), "bot_id"), body)
+        bot_id = parse_id(body.get("bot_id"), "bot_id")
+        self.runtime.bots.update(user.id, bot_id, parse_bot_edit(body, self.runtime.limits))
         self.reply({})
 
 
@@ -150,7 +153,8 @@ class StudioBotsHandler(BotsArea):
     def post(self) -> None:
         user = self.studio_user()
         space = self.space_query() or user.workspace_id
-        info = self.runtime.bots.create(user.id, space, self.json_body())
+        edit = parse_bot_edit(self.json_body(), self.runtime.limits, create=True)
+        info = self.runtime.bots.create(user.id, space, edit)
         self.reply(serialize.bot(info), status=201)
 
 
@@ -161,7 +165,8 @@ class StudioBotHandler(BotsArea):
 
     def put(self, bot_id: str) -> None:
         user = self.studio_user()
-        info = self.runtime.bots.update(user.id, parse_id(bot_id, "bot_id"), self.json_body())
+        edit = parse_bot_edit(self.json_body(), self.runtime.limits)
+        info = self.runtime.bots.update(user.id, parse_id(bot_id, "bot_id"), edit)
         self.reply(serialize.bot(info))
 
     def delete(self, bot_id: str) -> None:

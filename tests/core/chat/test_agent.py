@@ -8,7 +8,7 @@ import json
 from coze_lab.core import connectors
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
-from coze_lab.web.requests import parse_chat_request
+from coze_lab.web.requests import parse_bot_edit, parse_chat_request
 
 
 def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
@@ -28,7 +28,9 @@ def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
 
 def make_bot(host: InProcessHost, **body) -> int:
     user = host.user
-    return host.runtime.bots.create(user.id, user.workspace_id, {"name": "b", **body}).id
+    return host.runtime.bots.create(
+        user.id, user.workspace_id, parse_bot_edit({"name": "b", **body}, create=True)
+    ).id
 
 
 def test_the_tool_loop_is_bounded(agent_host: InProcessHost, model_env: ModelServer) -> None:
