@@ -344,6 +344,17 @@ class ConversationService:
             session.delete(row)
             return info
 
+    def chat_messages(self, chat_id: int) -> list[MessageInfo]:
+        """The messages a chat wrote, oldest first: the ids after the chat's own (a chat's
+        request messages get theirs before it) and no questions."""
+        with self._db.reading() as session:
+            rows = session.scalars(
+                select(Message)
+                .where(Message.chat_id == chat_id, Message.id > chat_id, Message.type != "question")
+                .order_by(Message.id.asc())
+            )
+            return [message_info(r) for r in rows]
+
     def history(self, conversation: ConversationInfo, *, rounds: int) -> list[MessageInfo]:
         """The questions and answers of the current section, the last ``rounds`` rounds."""
         if rounds <= 0:
