@@ -231,6 +231,20 @@ class ChatService:
             task.cancel()
         return info
 
+    def get(
+        self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
+    ) -> ChatInfo:
+        """The owner's chat on this connector (in this conversation, when one is named)."""
+        return self.store.get(owner_id, connector_id, conversation_id, chat_id)
+
+    def messages(
+        self, owner_id: int, connector_id: str, conversation_id: int, chat_id: int
+    ) -> list[MessageInfo]:
+        """What the owner's chat wrote: answers, tool calls and results (Coze's
+        ``/v3/chat/message/list``)."""
+        chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
+        return self.store.messages(chat.id)
+
     def channel(self, chat_id: int) -> ChatChannel | None:
         """The events of a chat running in this process (None when it is not)."""
         return self._channels.get(chat_id)
