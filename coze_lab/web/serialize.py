@@ -16,7 +16,7 @@ from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
-from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.core.plugins import CallRecord, PluginInfo, ToolResult
 from coze_lab.core.spaces import MemberInfo, SpaceInfo
 from coze_lab.core.tokens import TokenInfo
 from coze_lab.core.usage import UserUsage
@@ -514,12 +514,21 @@ def tool_result(result: ToolResult) -> dict[str, Any]:
     return out
 
 
-def call(row: dict[str, Any]) -> dict[str, Any]:
+def call(record: CallRecord) -> dict[str, Any]:
+    """A recorded tool call (``coze_lab/api/plugins/{id}/calls``)."""
     return {
-        **row,
-        "id": str(row["id"]),
-        "tool_id": str(row["tool_id"]),
-        "created_at": to_unix(row["created_at"]),
+        "id": str(record.id),
+        "tool_id": str(record.tool_id),
+        "tool_name": record.tool_name,
+        "scene": record.scene,
+        "version": record.version,
+        "ok": record.ok,
+        "status_code": record.status_code,
+        "latency_ms": record.latency_ms,
+        "error": record.error,
+        "request": record.request,
+        "trace": record.trace,
+        "created_at": to_unix(record.created_at),
     }
 
 
