@@ -38,10 +38,12 @@ _ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("coze_lab_on_sent",
 
 @contextlib.contextmanager
 def on_request_sent(callback: Callable[[], None]) -> Iterator[None]:
-    """Within the block, ``callback()`` is called once a model request of this task is out:
-    when its body has been sent and the response is awaited (or, on a transport that does
-    not trace, when the response or the failure arrives). A chat writes its rows then, while
-    the model thinks. It may be called more than once (retries, later rounds).
+    """Within the block, ``callback()`` is called once a model request of this task is on
+    its way, the point from which the task only waits on the network: a new connection is
+    being opened for it, or its body has been sent and the response is awaited (on a
+    transport that does not trace: when the response or the failure arrives). A chat writes
+    its rows then, while the model thinks; a model that cannot be reached holds nothing up.
+    It may be called more than once (retries, later rounds).
 
     Example:
         >>> sent = []
@@ -57,9 +59,18 @@ def on_request_sent(callback: Callable[[], None]) -> Iterator[None]:
         _ON_SENT.reset(token)
 
 
+#: httpcore trace steps after which a request only waits on the network
+_ON_ITS_WAY = (
+    "connect_tcp.started",
+    "connect_unix_socket.started",
+    "receive_response_headers.started",
+)
+
+
 class _SentSignal(httpx.AsyncBaseTransport):
-    """Wraps the transport: tells :func:`on_request_sent`'s callback when a request is out
-    (httpcore's ``trace`` extension: the response headers are awaited)."""
+    """Wraps the transport: tells :func:`on_request_sent`'s callback when a request is on
+    its way (httpcore's ``trace`` extension: a connection is being opened, or the response
+    headers are awaited)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self._inner = inner
@@ -71,7 +82,7 @@ class _SentSignal(httpx.AsyncBaseTransport):
         outer = request.extensions.get("trace")
 
         async def trace(name: str, info: dict[str, Any]) -> None:
-            if name.endswith("receive_response_headers.started"):
+            if name.endswith(_ON_ITS_WAY):
                 notify()
             if outer is not None:
                 await outer(name, info)
