@@ -134,6 +134,21 @@ def parse_chat_request(
     )
 
 
+def parse_playground_chat(body: dict[str, Any], bot_id: Any) -> ChatRequest:
+    """The studio's chat body: ``{"message": "...", "conversation_id"?, ...}`` or
+    ``additional_messages`` as in ``/v3/chat``; streamed unless it says ``"stream": false``."""
+    body = dict(body)
+    if "message" in body:
+        if not isinstance(body["message"], str) or not body["message"]:
+            raise InvalidParameter("message must be a non-empty string")
+        body["additional_messages"] = [
+            {"role": "user", "content": body.pop("message"), "content_type": "text"}
+        ]
+    body["bot_id"] = bot_id
+    body.setdefault("stream", True)
+    return parse_chat_request(body, body.get("conversation_id"))
+
+
 def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
     raw = body.get("tool_outputs")
     if not isinstance(raw, list) or not raw:

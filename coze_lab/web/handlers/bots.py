@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
-from coze_lab.web.requests import parse_bot_edit, parse_chat_request, parse_tool_outputs
+from coze_lab.web.requests import (
+    parse_bot_edit,
+    parse_playground_chat,
+    parse_tool_outputs,
+)
 
 
 class BotsArea(CozeHandler):
@@ -194,16 +197,7 @@ class StudioBotChatHandler(BotsArea):
 
     async def post(self, bot_id: str) -> None:
         user = self.studio_user()
-        body = self.json_body()
-        if "message" in body:
-            if not isinstance(body["message"], str) or not body["message"]:
-                raise InvalidParameter("message must be a non-empty string")
-            body["additional_messages"] = [
-                {"role": "user", "content": body.pop("message"), "content_type": "text"}
-            ]
-        body["bot_id"] = bot_id
-        body.setdefault("stream", True)
-        request = parse_chat_request(body, body.get("conversation_id"))
+        request = parse_playground_chat(self.json_body(), bot_id)
         handle = await self.runtime.chats.start(user.id, connectors.PLAYGROUND, request)
         if request.stream:
             await stream_chat(self, handle)
