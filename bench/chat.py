@@ -49,6 +49,7 @@ from coze_lab.config import CozeLab  # noqa: E402
 from coze_lab.core.models import ModelClient, ModelSpec  # noqa: E402
 from coze_lab.services import Runtime  # noqa: E402
 from coze_lab.store import sqlite_url  # noqa: E402
+from coze_lab.web.requests import parse_bot_edit  # noqa: E402
 from tests.support import ServerProcess  # noqa: E402
 
 SAMPLES = 60  # paired samples per kind (new / history) per round
@@ -293,7 +294,9 @@ class Served:
         user = runtime.identity.ensure_user("bench")
         self.token = runtime.tokens.create(user.id, "bench")[1]
         bot = runtime.bots.create(
-            user.id, user.workspace_id, {"name": "bench", "prompt_info": {"prompt": SYSTEM}}
+            user.id,
+            user.workspace_id,
+            parse_bot_edit({"name": "bench", "prompt_info": {"prompt": SYSTEM}}, create=True),
         )
         runtime.bots.publish(user.id, bot.id, ["1024"])
         runtime.db.dispose()

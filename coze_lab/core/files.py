@@ -171,7 +171,7 @@ class FileStore:
         return self.root / self._owned(user_id, file_id).storage_key
 
     def _owned(self, user_id: int, file_id: int) -> File:
-        with self.db.transaction() as session:
+        with self.db.reading() as session:  # a read: callers may hold a write transaction
             row = session.scalars(
                 select(File).where(File.id == file_id, File.user_id == user_id)
             ).first()

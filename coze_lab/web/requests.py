@@ -1,21 +1,98 @@
-"""Coze request bodies → the core's commands (``ChatRequest``, ``NewMessage``, tool
-outputs). The wire format is read here; the core checks what needs the database (files)."""
+"""Coze request bodies → the core's commands (``ChatRequest``, ``NewMessage``,
+``MessageEdit``, tool outputs). The wire format is read here; the core checks what needs the
+database (the files a message names)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from coze_lab.core.bots.config import (
+    MAX_FUNCTIONS,
+    MAX_HISTORY_ROUNDS,
+    MAX_PROLOGUE_CHARS,
+    MAX_PROMPT_CHARS,
+    MAX_QUESTION_CHARS,
+    MAX_QUESTIONS,
+    MAX_SUGGEST_PROMPT_CHARS,
+    MAX_TOOL_ROUNDS,
+    MAX_VALUE_CHARS,
+    MAX_VARIABLES,
+    MODEL_PARAMS,
+    RESPONSE_FORMATS,
+    SUGGEST_MODES,
+    BotEdit,
+    ClientFunction,
+    PluginTool,
+    Variable,
+)
 from coze_lab.core.chat import ChatRequest
 from coze_lab.core.chat.flow import ChatflowRequest
 from coze_lab.core.chat.prompt import check_custom_variables
-from coze_lab.core.conversations import parse_message
-from coze_lab.core.conversations.content import check_meta_data
+from coze_lab.core.conversations import MessageEdit, NewMessage
+from coze_lab.core.conversations.content import (
+    CONTENT_TYPES,
+    ROLES,
+    check_content,
+    check_meta_data,
+)
+from coze_lab.core.conversations.service import MAX_INITIAL_MESSAGES
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
+from coze_lab.core.limits import Limits, text
 
 MAX_ADDITIONAL_MESSAGES = 100
+_FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def parse_message(raw: Any, where: str) -> NewMessage:
+    """A message of a request body (``additional_messages[i]``, ``messages[i]``, the body
+    of ``/v1/conversation/message/create``).
+
+    Example:
+        >>> parse_message({"role": "user", "content": "hi"}, "m").message_type
+        'question'
+    """
+    if not isinstance(raw, Mapping):
+        raise InvalidParameter(f"{where} must be an object")
+    role = raw.get("role")
+    if role not in ROLES:
+        raise InvalidParameter(f"{where}.role must be 'user' or 'assistant'")
+    content, content_type = check_content(raw.get("content"), raw.get("content_type"))
+    kind = raw.get("type") or ""
+    allowed = ("", "question") if role == "user" else ("", "answer")
+    if kind not in allowed:
+        raise InvalidParameter(f"{where}.type '{kind}' is not allowed for role {role}")
+    return NewMessage(role, content, content_type, kind, check_meta_data(raw.get("meta_data")))
+
+
+def parse_initial_messages(raw: Any) -> list[NewMessage]:
+    """The ``messages`` a new conversation starts with."""
+    raw = raw or []
+    if not isinstance(raw, list):
+        raise InvalidParameter("messages must be a list")
+    if len(raw) > MAX_INITIAL_MESSAGES:
+        raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
+    return [parse_message(m, f"messages[{i}]") for i, m in enumerate(raw)]
+
+
+def parse_message_edit(body: Mapping[str, Any]) -> MessageEdit:
+    """A ``/v1/conversation/message/modify`` body: the fields it names change."""
+    content_type = content = meta_data = None
+    if "content_type" in body:
+        content_type = body["content_type"] or "text"
+        if content_type not in CONTENT_TYPES:
+            raise InvalidParameter(f"content_type must be one of {', '.join(CONTENT_TYPES)}")
+    if "content" in body:
+        content = body["content"]
+        if not isinstance(content, str):
+            raise InvalidParameter("content must be a string")
+    if "meta_data" in body:
+        meta_data = check_meta_data(body["meta_data"])
+    return MessageEdit(content, content_type, meta_data)
 
 
 def parse_chat_request(
@@ -92,6 +169,19 @@ def parse_chatflow_request(body: Mapping[str, Any]) -> ChatflowRequest:
         else parse_id(conversation_id, "conversation_id"),
         parameters=parameters,
     )
+def parse_playground_chat(body: dict[str, Any], bot_id: Any) -> ChatRequest:
+    """The studio's chat body: ``{"message": "...", "conversation_id"?, ...}`` or
+    ``additional_messages`` as in ``/v3/chat``; streamed unless it says ``"stream": false``."""
+    body = dict(body)
+    if "message" in body:
+        if not isinstance(body["message"], str) or not body["message"]:
+            raise InvalidParameter("message must be a non-empty string")
+        body["additional_messages"] = [
+            {"role": "user", "content": body.pop("message"), "content_type": "text"}
+        ]
+    body["bot_id"] = bot_id
+    body.setdefault("stream", True)
+    return parse_chat_request(body, body.get("conversation_id"))
 
 
 def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
@@ -109,3 +199,251 @@ def parse_tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
             raise InvalidParameter(f"tool_outputs[{i}] repeats tool_call_id {call_id}")
         outputs[call_id] = output
     return outputs
+
+
+def parse_workflow_parameters(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A workflow run's ``parameters``: an object, or that object as a JSON string (some
+    clients send it so)."""
+    parameters = body.get("parameters") or {}
+    if isinstance(parameters, str):
+        parameters = parse_json(parameters, "parameters")
+    if not isinstance(parameters, dict):
+        raise InvalidParameter("parameters must be an object")
+    return parameters
+
+
+def parse_plugin_source(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The document, manifest and server URL fields of a plugin import or update body."""
+    openapi, url = body.get("openapi"), body.get("url")
+    if openapi is not None and not isinstance(openapi, (str, dict)):
+        raise InvalidParameter("openapi must be the document's text or object")
+    if url is not None and not isinstance(url, str):
+        raise InvalidParameter("url must be a string")
+    if body.get("manifest") is not None and not isinstance(body["manifest"], dict):
+        raise InvalidParameter("manifest must be an object")
+    if body.get("server_url") is not None and not isinstance(body["server_url"], str):
+        raise InvalidParameter("server_url must be a string")
+    return {
+        "openapi": openapi,
+        "url": url,
+        "manifest": body.get("manifest"),
+        "server_url": body.get("server_url"),
+    }
+
+
+# ---- bots --------------------------------------------------------------------------------
+def parse_bot_edit(
+    body: Mapping[str, Any], limits: Limits | None = None, *, create: bool = False
+) -> BotEdit:
+    """A ``/v1/bot/create`` (``create``: a name is required) or ``/v1/bot/update`` body
+    (plus coze_lab's ``variables`` and ``functions``) → the command the bot service
+    applies; texts are bounded by ``limits``.
+
+    Example:
+        >>> edit = parse_bot_edit({"name": "Helper", "prompt_info": {"prompt": "Be brief."},
+        ...                        "model_info_config": {"model_id": "default",
+        ...                                              "temperature": 0.2}})
+        >>> edit.name, edit.changes["prompt"], edit.changes["model_params"]
+        ('Helper', 'Be brief.', {'temperature': 0.2})
+    """
+    limits = limits or Limits()
+    _refuse_unsupported(body)
+    given = {"name", "description", "icon_url"} if create else set(body)
+    return BotEdit(
+        name=limits.name(body.get("name"), "name") if "name" in given else None,
+        description=limits.description(body.get("description"), "description")
+        if "description" in given
+        else None,
+        icon_url=text(body.get("icon_url"), "icon_url", 1024) if "icon_url" in given else None,
+        changes=_config_changes(body, limits),
+    )
+
+
+#: fields of Coze's bot bodies coze_lab does not keep, with what to do instead
+UNSUPPORTED_BOT_FIELDS = {
+    "icon_file_id": "bot icons from uploaded files are not kept here; set icon_url instead",
+}
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """400 naming a field we would otherwise drop silently."""
+    for name, instead in UNSUPPORTED_BOT_FIELDS.items():
+        if body.get(name) not in (None, ""):
+            raise InvalidParameter(f"{name} is not supported: {instead}")
+
+
+def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
+    """The :class:`BotConfig` fields a create/update body sets (absent fields unchanged);
+    every text is bounded (``limits`` for descriptions)."""
+    changes: dict[str, Any] = {}
+    if (prompt_info := _object(body, "prompt_info")) is not None:
+        prompt = prompt_info.get("prompt", "")
+        if not isinstance(prompt, str) or len(prompt) > MAX_PROMPT_CHARS:
+            raise InvalidParameter(
+                f"prompt_info.prompt must be a string of at most {MAX_PROMPT_CHARS} characters"
+            )
+        changes["prompt"] = prompt
+    if (model := _object(body, "model_info_config")) is not None:
+        changes.update(_model(model))
+    if (onboarding := _object(body, "onboarding_info")) is not None:
+        prologue = text(onboarding.get("prologue"), "onboarding_info.prologue", MAX_PROLOGUE_CHARS)
+        questions = onboarding.get("suggested_questions") or []
+        if not _str_list(questions):
+            raise InvalidParameter("onboarding_info.suggested_questions must be a list of strings")
+        if len(questions) > MAX_QUESTIONS or any(len(q) > MAX_QUESTION_CHARS for q in questions):
+            raise InvalidParameter(
+                f"onboarding_info.suggested_questions allows {MAX_QUESTIONS} questions "
+                f"of at most {MAX_QUESTION_CHARS} characters"
+            )
+        changes["prologue"] = prologue
+        changes["suggested_questions"] = tuple(questions)
+    if (workflows := _object(body, "workflow_id_list")) is not None:
+        changes["workflow_ids"] = _unique(
+            parse_id(_field(item, "id", "workflow_id_list.ids[]"), "workflow id")
+            for item in _list(workflows.get("ids") or [], "workflow_id_list.ids")
+        )
+    if (plugins := _object(body, "plugin_id_list")) is not None:
+        changes["plugin_tools"] = _unique(
+            PluginTool(
+                parse_id(_field(item, "plugin_id", "plugin_id_list.id_list[]"), "plugin_id"),
+                parse_id(_field(item, "api_id", "plugin_id_list.id_list[]"), "api_id"),
+            )
+            for item in _list(plugins.get("id_list") or [], "plugin_id_list.id_list")
+        )
+    if (suggest := _object(body, "suggest_reply_info")) is not None:
+        changes.update(_suggest(suggest))
+    if "variables" in body:
+        changes["variables"] = _variables(body["variables"], limits)
+    if "functions" in body:
+        changes["functions"] = _functions(body["functions"], limits)
+    return changes
+
+
+def _model(model: Mapping[str, Any]) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    model_id = model.get("model_id", "default")
+    if not isinstance(model_id, str) or not model_id.strip() or len(model_id) > 200:
+        raise InvalidParameter(
+            "model_info_config.model_id must be a non-empty string (200 at most)"
+        )
+    changes["model_id"] = model_id.strip()
+    params: dict[str, Any] = {}
+    for name, (low, high) in MODEL_PARAMS.items():
+        value = model.get(name)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not low <= value <= high
+        ):
+            raise InvalidParameter(f"model_info_config.{name} must be a number in {low}..{high}")
+        params[name] = int(value) if name == "max_tokens" else value
+    changes["model_params"] = params
+    response_format = model.get("response_format")
+    if response_format is not None and response_format not in RESPONSE_FORMATS:
+        raise InvalidParameter(
+            f"model_info_config.response_format must be one of {', '.join(RESPONSE_FORMATS)}"
+        )
+    changes["response_format"] = response_format or "text"
+    for name, key, high in (
+        ("context_round", "history_rounds", MAX_HISTORY_ROUNDS),
+        ("max_tool_rounds", "max_tool_rounds", MAX_TOOL_ROUNDS),
+    ):
+        value = model.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise InvalidParameter(f"model_info_config.{name} must be an integer in 0..{high}")
+        changes[key] = value
+    return changes
+
+
+def _suggest(suggest: Mapping[str, Any]) -> dict[str, Any]:
+    mode = suggest.get("reply_mode", "disable")
+    if mode not in SUGGEST_MODES:
+        raise InvalidParameter(
+            f"suggest_reply_info.reply_mode must be one of {', '.join(SUGGEST_MODES)}"
+        )
+    prompt = text(
+        suggest.get("customized_prompt", ""),
+        "suggest_reply_info.customized_prompt",
+        MAX_SUGGEST_PROMPT_CHARS,
+    )
+    if mode == "customized" and not prompt.strip():
+        raise InvalidParameter("suggest_reply_info.customized_prompt is required when customized")
+    return {"suggest_reply_mode": mode, "suggest_reply_prompt": prompt}
+
+
+def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
+    seen: set[str] = set()
+    result = []
+    if len(_list(raw, "variables")) > MAX_VARIABLES:
+        raise InvalidParameter(f"variables allows at most {MAX_VARIABLES} variables")
+    for i, item in enumerate(raw):
+        where = f"variables[{i}]"
+        if not isinstance(item, Mapping):
+            raise InvalidParameter(f"{where} must be an object")
+        keyword = item.get("keyword")
+        if not isinstance(keyword, str) or not _KEYWORD.match(keyword):
+            raise InvalidParameter(f"{where}.keyword must be an identifier")
+        if keyword in seen or keyword.startswith("sys_"):
+            raise InvalidParameter(f"{where}.keyword '{keyword}' is duplicated or reserved")
+        seen.add(keyword)
+        default = text(item.get("default_value", ""), f"{where}.default_value", MAX_VALUE_CHARS)
+        description = limits.description(item.get("description", ""), f"{where}.description")
+        enable = item.get("enable", True)
+        if not isinstance(enable, bool):
+            raise InvalidParameter(f"{where}.enable must be a boolean")
+        result.append(Variable(keyword, default, description, enable))
+    return tuple(result)
+
+
+def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:
+    seen: set[str] = set()
+    result = []
+    if len(_list(raw, "functions")) > MAX_FUNCTIONS:
+        raise InvalidParameter(f"functions allows at most {MAX_FUNCTIONS} functions")
+    for i, item in enumerate(raw):
+        where = f"functions[{i}]"
+        if not isinstance(item, Mapping):
+            raise InvalidParameter(f"{where} must be an object")
+        name = item.get("name")
+        if not isinstance(name, str) or not _FUNCTION_NAME.match(name) or name in seen:
+            raise InvalidParameter(f"{where}.name must be a unique function name")
+        seen.add(name)
+        description = limits.description(item.get("description", ""), f"{where}.description")
+        parameters = item.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+            raise InvalidParameter(f"{where}.parameters must be a JSON schema of type object")
+        result.append(ClientFunction(name, description, parameters))
+    return tuple(result)
+
+
+def _object(body: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidParameter(f"{name} must be an object")
+    return value
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidParameter(f"{name} must be a list")
+    return value
+
+
+def _field(item: Any, key: str, where: str) -> Any:
+    if not isinstance(item, Mapping) or key not in item:
+        raise InvalidParameter(f"{where} needs '{key}'")
+    return item[key]
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _unique(items: Any) -> tuple[Any, ...]:
+    return tuple(dict.fromkeys(items))

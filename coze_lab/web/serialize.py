@@ -16,7 +16,7 @@ from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
-from coze_lab.core.plugins import PluginInfo, ToolResult
+from coze_lab.core.plugins import CallRecord, PluginInfo, ToolResult
 from coze_lab.core.spaces import MemberInfo, SpaceInfo
 from coze_lab.core.tokens import TokenInfo
 from coze_lab.core.usage import UserUsage
@@ -193,6 +193,19 @@ def run_history(info: RunInfo) -> dict[str, Any]:
         "usage": chat_usage(info.usage or {}),
         "is_output_trimmed": False,
     }
+
+
+def sync_run(info: RunInfo, pending: list[InterruptInfo]) -> tuple[str, dict[str, Any]]:
+    """Coze's body for a finished synchronous run (``/v1/workflow/run``): the outputs as a
+    JSON string in ``data``, the rest beside it (``interrupt_data`` when it waits)."""
+    extra: dict[str, Any] = {
+        "execute_id": str(info.id),
+        "debug_url": "",
+        "usage": chat_usage(info.usage or {}),
+    }
+    if info.status == "interrupted":
+        extra["interrupt_data"] = [interrupt(p) for p in pending]
+    return json.dumps(info.outputs or {}, ensure_ascii=False), extra
 
 
 def run(info: RunInfo) -> dict[str, Any]:
@@ -541,12 +554,21 @@ def tool_result(result: ToolResult) -> dict[str, Any]:
     return out
 
 
-def call(row: dict[str, Any]) -> dict[str, Any]:
+def call(record: CallRecord) -> dict[str, Any]:
+    """A recorded tool call (``coze_lab/api/plugins/{id}/calls``)."""
     return {
-        **row,
-        "id": str(row["id"]),
-        "tool_id": str(row["tool_id"]),
-        "created_at": to_unix(row["created_at"]),
+        "id": str(record.id),
+        "tool_id": str(record.tool_id),
+        "tool_name": record.tool_name,
+        "scene": record.scene,
+        "version": record.version,
+        "ok": record.ok,
+        "status_code": record.status_code,
+        "latency_ms": record.latency_ms,
+        "error": record.error,
+        "request": record.request,
+        "trace": record.trace,
+        "created_at": to_unix(record.created_at),
     }
 
 

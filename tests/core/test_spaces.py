@@ -15,6 +15,7 @@ from coze_lab.core.identity import UserInfo
 from coze_lab.core.spaces import ROLE_MATRIX, Access, Permission, Role, SpaceInfo
 from coze_lab.core.workflows import Workflow
 from coze_lab.services import Runtime
+from coze_lab.web.requests import parse_bot_edit
 
 
 def _flow(name: str) -> dict:
@@ -139,12 +140,17 @@ def test_bots_of_a_team_space_follow_the_role_matrix(
     runtime: Runtime, people: dict[str, UserInfo], team: SpaceInfo
 ) -> None:
     alice, bob, carol, dave = (people[n] for n in ("alice", "bob", "carol", "dave"))
-    shared = runtime.bots.create(alice.id, team.id, {"name": "shared"})
-    private = runtime.bots.create(alice.id, alice.workspace_id, {"name": "private"})
+    shared = runtime.bots.create(alice.id, team.id, parse_bot_edit({"name": "shared"}, create=True))
+    private = runtime.bots.create(
+        alice.id, alice.workspace_id, parse_bot_edit({"name": "private"}, create=True)
+    )
     assert shared.workspace_id == team.id
     # every member reads and edits the space's bots; nobody else sees them
     assert [b.id for b in runtime.bots.list(bob.id, team.id)[0]] == [shared.id]
-    assert runtime.bots.update(bob.id, shared.id, {"description": "by bob"}).owner_id == alice.id
+    assert (
+        runtime.bots.update(bob.id, shared.id, parse_bot_edit({"description": "by bob"})).owner_id
+        == alice.id
+    )
     assert runtime.bots.publish(bob.id, shared.id, ["1024"]) == 1
     assert runtime.bots.resolve(bob.id, shared.id, "1024").version == 1
     for call in (
@@ -152,27 +158,27 @@ def test_bots_of_a_team_space_follow_the_role_matrix(
         lambda: runtime.bots.list(carol.id, team.id),
         lambda: runtime.bots.resolve(carol.id, shared.id, "1024"),
         lambda: runtime.bots.get(bob.id, private.id),
-        lambda: runtime.bots.update(bob.id, private.id, {"name": "x"}),
+        lambda: runtime.bots.update(bob.id, private.id, parse_bot_edit({"name": "x"})),
     ):
         with pytest.raises(NotFound):
             call()
     # the personal list is still the default, and stays personal
     assert [b.id for b in runtime.bots.list(alice.id)[0]] == [private.id]
     # members delete what they made; owners and admins delete anything
-    mine = runtime.bots.create(bob.id, team.id, {"name": "bob's"})
+    mine = runtime.bots.create(bob.id, team.id, parse_bot_edit({"name": "bob's"}, create=True))
     with pytest.raises(PermissionDenied):
         runtime.bots.delete(bob.id, shared.id)
     runtime.bots.delete(bob.id, mine.id)
     runtime.bots.delete(dave.id, shared.id)
     with pytest.raises(NotFound):
-        runtime.bots.create(carol.id, team.id, {"name": "intruder"})
+        runtime.bots.create(carol.id, team.id, parse_bot_edit({"name": "intruder"}, create=True))
 
 
 def test_removal_takes_effect_on_the_next_call(
     runtime: Runtime, people: dict[str, UserInfo], team: SpaceInfo
 ) -> None:
     alice, bob = people["alice"], people["bob"]
-    bot = runtime.bots.create(alice.id, team.id, {"name": "shared"})
+    bot = runtime.bots.create(alice.id, team.id, parse_bot_edit({"name": "shared"}, create=True))
     runtime.bots.publish(alice.id, bot.id, ["1024"])
     assert runtime.bots.resolve(bob.id, bot.id, "1024").bot.id == bot.id
     runtime.spaces.remove_members(alice.id, team.id, [str(bob.id)])
@@ -207,10 +213,16 @@ def test_workflows_of_a_team_space(
         runtime.bots.create(
             alice.id,
             team.id,
-            {"name": "b", "workflow_id_list": {"ids": [{"id": str(personal.id)}]}},
+            parse_bot_edit(
+                {"name": "b", "workflow_id_list": {"ids": [{"id": str(personal.id)}]}}, create=True
+            ),
         )
     bot = runtime.bots.create(
-        alice.id, team.id, {"name": "b", "workflow_id_list": {"ids": [{"id": str(saved.id)}]}}
+        alice.id,
+        team.id,
+        parse_bot_edit(
+            {"name": "b", "workflow_id_list": {"ids": [{"id": str(saved.id)}]}}, create=True
+        ),
     )
     assert bot.config.workflow_ids == (saved.id,)
     with pytest.raises(Conflict, match="1 bots, 1 workflows"):

@@ -14,6 +14,7 @@ import pytest
 from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
+from coze_lab.web.requests import parse_bot_edit
 from tests.support import ServerProcess
 
 ERROR = {"retry": 0, "timeout": None, "on_error": "fail", "default_output": None}
@@ -145,8 +146,14 @@ def test_the_limits_are_settings(tmp_path) -> None:
             runtime.workflows.save(user.id, workflow("w", nodes=2))  # start + 2 + end
         runtime.workflows.save(user.id, workflow("w", nodes=1))
         with pytest.raises(Exception, match="at most 5 characters"):
-            runtime.bots.create(user.id, user.workspace_id, {"name": "sixsix"})
+            runtime.bots.create(
+                user.id, user.workspace_id, parse_bot_edit({"name": "sixsix"}, create=True)
+            )
         with pytest.raises(Exception, match="at most 10 characters"):
-            runtime.bots.create(user.id, user.workspace_id, {"name": "b", "description": "d" * 11})
+            runtime.bots.create(
+                user.id,
+                user.workspace_id,
+                parse_bot_edit({"name": "b", "description": "d" * 11}, create=True),
+            )
     finally:
         runtime.db.dispose()

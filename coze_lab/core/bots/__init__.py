@@ -2,17 +2,18 @@
 
 Example:
     >>> from coze_lab.core.bots import BotConfig
-    >>> BotConfig.from_body({"prompt_info": {"prompt": "Hi {{name}}"}}).prompt
+    >>> BotConfig().edited({"prompt": "Hi {{name}}"}).prompt
     'Hi {{name}}'
 """
 
 from __future__ import annotations
 
-from coze_lab.core.bots.config import BotConfig, ClientFunction, PluginTool, Variable
+from coze_lab.core.bots.config import BotConfig, BotEdit, ClientFunction, PluginTool, Variable
 from coze_lab.core.bots.service import BotInfo, BotService, ResolvedBot
 
 __all__ = [
     "BotConfig",
+    "BotEdit",
     "BotInfo",
     "BotService",
     "ClientFunction",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, exists, func, select
 
 from coze_lab.core import connectors
-from coze_lab.core.bots.config import BotConfig
+from coze_lab.core.bots.config import BotConfig, BotEdit
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound, NotPublished
 from coze_lab.core.ids import new_id
@@ -80,7 +80,7 @@ class BotService:
 
     Example:
         >>> bots = BotService(db)                                                # doctest: +SKIP
-        >>> bot = bots.create(user.id, user.workspace_id, {"name": "Helper"})    # doctest: +SKIP
+        >>> bot = bots.create(user.id, user.workspace_id, BotEdit("Helper"))    # doctest: +SKIP
         >>> bots.publish(user.id, bot.id, ["1024"])                              # doctest: +SKIP
         1
     """
@@ -102,13 +102,12 @@ class BotService:
         self._versions: dict[tuple[int, int], BotConfig] = {}
 
     # ---- drafts ------------------------------------------------------------------------
-    def create(self, owner_id: int, workspace_id: int, body: Mapping[str, Any]) -> BotInfo:
+    def create(self, owner_id: int, workspace_id: int, edit: BotEdit) -> BotInfo:
         """A new bot in ``workspace_id`` (one of the user's spaces), made by ``owner_id``."""
-        _refuse_unsupported(body)
-        name = self.limits.name(body.get("name"), "name")
-        description = self.limits.description(body.get("description"), "description")
-        icon_url = text(body.get("icon_url"), "icon_url", 1024)
-        config = BotConfig.from_body(body, self.limits)
+        name = self.limits.name(edit.name, "name")
+        description = self.limits.description(edit.description, "description")
+        icon_url = text(edit.icon_url, "icon_url", 1024)
+        config = BotConfig().edited(edit.changes)
         now = self._clock()
         with self._db.transaction() as session:
             Access.load(session, owner_id).require(workspace_id, Permission.EDIT)
@@ -128,19 +127,18 @@ class BotService:
             session.flush()
             return self._info(session, row)
 
-    def update(self, owner_id: int, bot_id: int, body: Mapping[str, Any]) -> BotInfo:
-        """Apply an update body to the draft only (published versions never change)."""
-        _refuse_unsupported(body)
+    def update(self, owner_id: int, bot_id: int, edit: BotEdit) -> BotInfo:
+        """Apply an edit to the draft only (published versions never change)."""
         with self._db.transaction() as session:
             row = self._editable(session, owner_id, bot_id)
-            config = BotConfig.from_dict(row.draft).updated(body, self.limits)
+            config = BotConfig.from_dict(row.draft).edited(edit.changes)
             self._check(row.workspace_id, config, session)
-            if "name" in body:
-                row.name = self.limits.name(body["name"], "name")
-            if "description" in body:
-                row.description = self.limits.description(body["description"], "description")
-            if "icon_url" in body:
-                row.icon_url = text(body["icon_url"], "icon_url", 1024)
+            if edit.name is not None:
+                row.name = self.limits.name(edit.name, "name")
+            if edit.description is not None:
+                row.description = self.limits.description(edit.description, "description")
+            if edit.icon_url is not None:
+                row.icon_url = text(edit.icon_url, "icon_url", 1024)
             row.draft = config.to_dict()
             row.updated_at = self._clock()
             return self._info(session, row)
@@ -423,19 +421,6 @@ class BotService:
     def _info(self, session: Any, row: BotRecord) -> BotInfo:
         bindings = session.scalars(select(BotConnector).where(BotConnector.bot_id == row.id)).all()
         return _build(row, bindings)
-
-
-#: fields of Coze's bot bodies coze_lab does not keep, with what to do instead
-UNSUPPORTED_FIELDS = {
-    "icon_file_id": "bot icons from uploaded files are not kept here; set icon_url instead",
-}
-
-
-def _refuse_unsupported(body: Mapping[str, Any]) -> None:
-    """400 naming a field we would otherwise drop silently."""
-    for name, instead in UNSUPPORTED_FIELDS.items():
-        if body.get(name) not in (None, ""):
-            raise InvalidParameter(f"{name} is not supported: {instead}")
 
 
 def _newest_workflow_versions(session: Any, config: BotConfig) -> dict[int, int]:

@@ -21,6 +21,7 @@ from coze_lab.core.conversations import MessageInfo
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.ids import new_id
 from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
+from coze_lab.core.models.client import on_request_sent
 
 log = logging.getLogger("coze_lab.chat")
 
@@ -105,6 +106,9 @@ class AgentRun:
         heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         self.chat = chat
+        #: set once the first model request is out (or the run ended before sending one):
+        #: a starting chat writes its rows then, while the model thinks
+        self.requested = asyncio.Event()
         self._written = written
         self._heartbeat_s = heartbeat_s
         #: held while the keeper writes, and by every write that replaces a partial answer
@@ -127,21 +131,33 @@ class AgentRun:
     async def run(self) -> None:
         keeper = asyncio.get_running_loop().create_task(self._keep())
         try:
-            await self._rounds()
+            with on_request_sent(self.requested.set):
+                await self._rounds()
         except (_Canceled, asyncio.CancelledError):
             await self._stop(keeper)
             self._canceled()
         except CozeLabError as exc:
             await self._stop(keeper)
+            await self._until_written()
             self._fail(exc.code, exc.msg)
         except Exception as exc:  # a bug must still end the chat visibly
             log.exception("chat %s failed", self.chat.id)
             await self._stop(keeper)
+            await self._until_written()
             self._fail(5000, f"internal error: {type(exc).__name__}")
         finally:
+            self.requested.set()
             await self._stop(keeper)
             self._channel.put(ChatEvent(ev.DONE))
             self._channel.close()
+
+    async def _until_written(self) -> None:
+        """Wait for the chat's row before writing anything that refers to it (the starting
+        chat writes it once told the model request is out, or that the run ended early: a
+        model client that does not go through the traced transport never tells)."""
+        self.requested.set()
+        if self._written is not None:
+            await self._written.wait()
 
     # ---- kept alive and kept so far -----------------------------------------------------------
     async def _keep(self) -> None:
@@ -194,8 +210,7 @@ class AgentRun:
             last_round = self.state.round >= config.max_tool_rounds
             offered = self.tools.definitions() if self.tools and not last_round else None
             content, calls = await self._call_model(offered)
-            if self._written is not None:  # the chat's row exists before anything refers to it
-                await self._written.wait()
+            await self._until_written()  # the chat's row exists before anything refers to it
             self.state.round += 1
             if not calls:
                 answer: MessageInfo | None = self._row(

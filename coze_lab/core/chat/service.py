@@ -39,9 +39,6 @@ from coze_lab.core.workflows.spec import WorkflowSpec
 
 log = logging.getLogger("coze_lab.chat")
 
-#: loop turns a starting chat gives its agent to send the model request before the chat's
-#: rows are written (the write then overlaps the model's time to first token)
-LAUNCH_YIELDS = 12
 #: a chat whose server died is failed within this many seconds by default (chat_lost_after_s)
 LOST_AFTER_S = 30.0
 
@@ -169,11 +166,11 @@ class ChatService:
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         written = asyncio.Event()
-        task = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
+        run = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
+        task = self._tasks[chat.id]
         # the model request goes out first; the chat's rows are written while the model
-        # thinks (the agent writes nothing before this returns: it runs on this loop)
-        for _ in range(LAUNCH_YIELDS):
-            await asyncio.sleep(0)
+        # thinks (the agent writes nothing before ``written`` is set)
+        await run.requested.wait()
         try:
             new_chat.write()
         except BaseException:
@@ -236,6 +233,20 @@ class ChatService:
             task.cancel()
         return info
 
+    def get(
+        self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
+    ) -> ChatInfo:
+        """The owner's chat on this connector (in this conversation, when one is named)."""
+        return self.store.get(owner_id, connector_id, conversation_id, chat_id)
+
+    def messages(
+        self, owner_id: int, connector_id: str, conversation_id: int, chat_id: int
+    ) -> list[MessageInfo]:
+        """What the owner's chat wrote: answers, tool calls and results (Coze's
+        ``/v3/chat/message/list``)."""
+        chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
+        return self.store.messages(chat.id)
+
     def channel(self, chat_id: int) -> ChatChannel | None:
         """The events of a chat running in this process (None when it is not)."""
         return self._channels.get(chat_id)
@@ -287,7 +298,7 @@ class ChatService:
         channel: ChatChannel,
         persist: bool,
         written: asyncio.Event | None = None,
-    ) -> asyncio.Task[None]:
+    ) -> AgentRun:
         run = AgentRun(
             chat=chat,
             state=state,
@@ -306,11 +317,12 @@ class ChatService:
         self._channels[chat.id] = channel
 
         def forget(_: asyncio.Task[None]) -> None:
+            run.requested.set()  # a task canceled before it ran never sent a request
             self._tasks.pop(chat.id, None)
             self._channels.pop(chat.id, None)
 
         task.add_done_callback(forget)
-        return task
+        return run
 
     def _model(self, config: BotConfig) -> ModelSpec:
         return self.registry.resolve(config.model_id)

@@ -15,13 +15,12 @@ from coze_lab.core.conversations import (
     ConversationService,
     MessageInfo,
     NewMessage,
-    message_info,
     new_message,
 )
 from coze_lab.core.errors import CozeLabError, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.models import Chat, Message
+from coze_lab.store.models import Chat
 
 ACTIVE = ("created", "in_progress", "requires_action")
 FINAL = ("completed", "failed", "canceled")
@@ -104,7 +103,6 @@ class ChatStore:
     ) -> None:
         self.db = db
         self.conversations = conversations
-        self._db = db
         self._clock = clock
 
     def prepare(
@@ -153,7 +151,7 @@ class ChatStore:
     def save_partial(self, chat_id: int, owner_id: int, answer: MessageInfo) -> bool:
         """Keep the answer streamed so far (one message, rewritten as it grows) and mark the
         chat alive, in one transaction; False (nothing written) once the chat has ended."""
-        with self._db.write() as connection:
+        with self.db.write() as connection:
             alive = connection.execute(
                 update(Chat)
                 .where(Chat.id == chat_id, Chat.status == "in_progress")
@@ -192,7 +190,7 @@ class ChatStore:
             values["completed_at"] = now
         if status == "failed":
             values["failed_at"] = now
-        with self._db.write() as connection:
+        with self.db.write() as connection:
             done = connection.execute(
                 update(Chat).where(Chat.id == chat_id, Chat.status.in_(ACTIVE)).values(**values)
             ).rowcount
@@ -208,7 +206,7 @@ class ChatStore:
     def resume(self, chat_id: int) -> dict[str, Any] | None:
         """Take a ``requires_action`` chat back to in_progress; its saved state, or None
         when it was not waiting (a second submit loses)."""
-        with self._db.transaction() as session:
+        with self.db.transaction() as session:
             row = session.scalars(select(Chat).where(Chat.id == chat_id).with_for_update()).first()
             if row is None or row.status != "requires_action":
                 return None
@@ -221,7 +219,7 @@ class ChatStore:
 
     def cancel(self, chat_id: int) -> ChatInfo:
         now = self._clock()
-        with self._db.transaction() as session:
+        with self.db.transaction() as session:
             done = session.execute(
                 update(Chat)
                 .where(Chat.id == chat_id, Chat.status.in_(ACTIVE))
@@ -235,7 +233,7 @@ class ChatStore:
             return _info(row)
 
     def status(self, chat_id: int) -> str | None:
-        with self._db.read() as connection:
+        with self.db.read() as connection:
             return connection.scalar(select(Chat.status).where(Chat.id == chat_id))
 
     def get(
@@ -247,7 +245,7 @@ class ChatStore:
         )
         if conversation_id is not None:
             query = query.where(Chat.conversation_id == conversation_id)
-        with self._db.reading() as session:
+        with self.db.reading() as session:
             row = session.scalars(query).first()
             if row is None:
                 raise NotFound(f"chat {chat_id} does not exist in this conversation")
@@ -257,17 +255,11 @@ class ChatStore:
         """What the chat wrote (Coze's ``/v3/chat/message/list``): answers, tool calls and
         results, never the request's messages, questions or history the request supplied
         (their ids precede the chat's: see :meth:`prepare`)."""
-        with self._db.reading() as session:
-            rows = session.scalars(
-                select(Message)
-                .where(Message.chat_id == chat_id, Message.id > chat_id, Message.type != "question")
-                .order_by(Message.id.asc())
-            )
-            return [message_info(r) for r in rows]
+        return self.conversations.chat_messages(chat_id)
 
     def touch(self, chat_id: int) -> None:
         """A running chat's heartbeat (a chat that stops beating was lost with its server)."""
-        with self._db.write() as connection:
+        with self.db.write() as connection:
             connection.execute(
                 update(Chat)
                 .where(Chat.id == chat_id, Chat.status == "in_progress")
@@ -278,7 +270,7 @@ class ChatStore:
         """Fail the in-progress chats whose heartbeat stopped before ``before``; what they
         streamed stays, as their partial answer."""
         now = self._clock()
-        with self._db.write() as connection:
+        with self.db.write() as connection:
             return connection.execute(
                 update(Chat)
                 .where(Chat.status == "in_progress", Chat.updated_at < before)

@@ -1,8 +1,8 @@
 """Conversations, sections and messages (SPEC §3.4).
 
 Example:
-    >>> from coze_lab.core.conversations import parse_message
-    >>> parse_message({"role": "user", "content": "hi"}, "m").message_type
+    >>> from coze_lab.core.conversations import NewMessage
+    >>> NewMessage("user", "hi").message_type
     'question'
 """
 
@@ -11,23 +11,23 @@ from __future__ import annotations
 from coze_lab.core.conversations.service import (
     ConversationInfo,
     ConversationService,
+    MessageEdit,
     MessageInfo,
     MessagePage,
     NewMessage,
     message_info,
     message_row,
     new_message,
-    parse_message,
 )
 
 __all__ = [
     "ConversationInfo",
     "ConversationService",
+    "MessageEdit",
     "MessageInfo",
     "MessagePage",
     "NewMessage",
     "message_info",
     "message_row",
     "new_message",
-    "parse_message",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
@@ -16,10 +16,9 @@ MAX_CONTENT_CHARS = 200_000
 _PART_TYPES = ("text", "image", "file", "audio")
 
 
-def check_content(
-    content: Any, content_type: Any, *, check_file: Callable[[int], None] | None = None
-) -> tuple[str, str]:
-    """Validate a message's content; ``check_file`` refuses file ids the caller cannot read.
+def check_content(content: Any, content_type: Any) -> tuple[str, str]:
+    """Validate a message's content (the files it names are checked by the conversations
+    service, which can read them: :func:`file_ids`).
 
     Example:
         >>> check_content('[{"type": "text", "text": "hi"}]', "object_string")[1]
@@ -34,8 +33,8 @@ def check_content(
         raise InvalidParameter(f"content exceeds {MAX_CONTENT_CHARS} characters")
     if content_type == "object_string":
         for part in _parts(content):
-            if part["type"] in ("image", "file", "audio") and "file_id" in part and check_file:
-                check_file(parse_id(part["file_id"], "file_id"))
+            if part["type"] in ("image", "file", "audio") and "file_id" in part:
+                parse_id(part["file_id"], "file_id")
     return content, content_type
 
 

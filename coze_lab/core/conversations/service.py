@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, insert, select, update
 
 from coze_lab.core import connectors
 from coze_lab.core.clock import Clock, to_unix, utcnow
-from coze_lab.core.conversations.content import ROLES, check_content, check_meta_data, file_ids
+from coze_lab.core.conversations.content import check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.limits import Limits, text
@@ -83,23 +83,14 @@ class NewMessage:
         return self.type or ("question" if self.role == "user" else "answer")
 
 
-def parse_message(
-    raw: Any, where: str, *, check_file: Callable[[int], None] | None = None
-) -> NewMessage:
-    """A message of a request body (``additional_messages[i]``, ``messages[i]``)."""
-    if not isinstance(raw, Mapping):
-        raise InvalidParameter(f"{where} must be an object")
-    role = raw.get("role")
-    if role not in ROLES:
-        raise InvalidParameter(f"{where}.role must be 'user' or 'assistant'")
-    content, content_type = check_content(
-        raw.get("content"), raw.get("content_type"), check_file=check_file
-    )
-    kind = raw.get("type") or ""
-    allowed = ("", "question") if role == "user" else ("", "answer")
-    if kind not in allowed:
-        raise InvalidParameter(f"{where}.type '{kind}' is not allowed for role {role}")
-    return NewMessage(role, content, content_type, kind, check_meta_data(raw.get("meta_data")))
+@dataclass(frozen=True)
+class MessageEdit:
+    """A change to a stored message; None leaves a field as it is (the content is checked
+    again with the stored content type, or the stored content with the new type)."""
+
+    content: str | None = None
+    content_type: str | None = None
+    meta_data: dict[str, str] | None = None
 
 
 def message_row(
@@ -168,20 +159,15 @@ class ConversationService:
         self._check_file = check_file
         self.limits = limits or Limits()
 
-    def file_checker(self, owner_id: int) -> Callable[[int], None] | None:
-        if self._check_file is None:
-            return None
-        check = self._check_file
-        return lambda file_id: check(owner_id, file_id)
-
     def check_files(self, owner_id: int, messages: Sequence[NewMessage]) -> None:
         """NotFound for a file a message names that the owner cannot read."""
-        check = self.file_checker(owner_id)
-        if check is None:
-            return
         for message in messages:
-            for file_id in file_ids(message.content, message.content_type):
-                check(file_id)
+            self._check_file_ids(owner_id, file_ids(message.content, message.content_type))
+
+    def _check_file_ids(self, owner_id: int, ids: Sequence[int]) -> None:
+        if self._check_file is not None:
+            for file_id in ids:
+                self._check_file(owner_id, file_id)
 
     # ---- conversations -------------------------------------------------------------------
     def create(
@@ -192,17 +178,13 @@ class ConversationService:
         bot_id: int | None = None,
         name: str = "",
         meta_data: Any = None,
-        messages: Sequence[Any] = (),
+        messages: Sequence[NewMessage] = (),
     ) -> ConversationInfo:
         meta = check_meta_data(meta_data)
         name = self.limits.name(name, "name", required=False)
         if len(messages) > MAX_INITIAL_MESSAGES:
             raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
-        check_file = self.file_checker(owner_id)
-        parsed = [
-            parse_message(m, f"messages[{i}]", check_file=check_file)
-            for i, m in enumerate(messages)
-        ]
+        self.check_files(owner_id, messages)
         now = self._clock()
         with self._db.transaction() as session:
             if bot_id is not None:
@@ -220,7 +202,7 @@ class ConversationService:
             )
             session.add(row)
             session.flush()
-            session.add_all(message_row(row, m, now=now) for m in parsed)
+            session.add_all(message_row(row, m, now=now) for m in messages)
             return _conversation(row)
 
     def get(self, owner_id: int, connector_id: str, conversation_id: int) -> ConversationInfo:
@@ -279,9 +261,9 @@ class ConversationService:
 
     # ---- messages ---------------------------------------------------------------------------
     def create_message(
-        self, owner_id: int, connector_id: str, conversation_id: int, body: Mapping[str, Any]
+        self, owner_id: int, connector_id: str, conversation_id: int, message: NewMessage
     ) -> MessageInfo:
-        message = parse_message(body, "message", check_file=self.file_checker(owner_id))
+        self.check_files(owner_id, [message])
         with self._db.transaction() as session:
             conversation = self._owned(session, owner_id, connector_id, conversation_id)
             row = message_row(conversation, message, now=self._clock())
@@ -347,19 +329,20 @@ class ConversationService:
         connector_id: str,
         conversation_id: int,
         message_id: int,
-        body: Mapping[str, Any],
+        edit: MessageEdit,
     ) -> MessageInfo:
         with self._db.transaction() as session:
             self._owned(session, owner_id, connector_id, conversation_id)
             row = self._message(session, conversation_id, message_id)
-            if "content" in body or "content_type" in body:
-                row.content, row.content_type = check_content(
-                    body.get("content", row.content),
-                    body.get("content_type", row.content_type),
-                    check_file=self.file_checker(owner_id),
+            if edit.content is not None or edit.content_type is not None:
+                content, content_type = check_content(
+                    row.content if edit.content is None else edit.content,
+                    edit.content_type or row.content_type,
                 )
-            if "meta_data" in body:
-                row.meta_data = check_meta_data(body["meta_data"])
+                self._check_file_ids(owner_id, file_ids(content, content_type))
+                row.content, row.content_type = content, content_type
+            if edit.meta_data is not None:
+                row.meta_data = check_meta_data(edit.meta_data)
             row.updated_at = self._clock()
             return message_info(row)
 
@@ -432,6 +415,16 @@ class ConversationService:
                 .limit(1)
             ).first()
             return None if row is None else message_info(row)
+    def chat_messages(self, chat_id: int) -> list[MessageInfo]:
+        """The messages a chat wrote, oldest first: the ids after the chat's own (a chat's
+        request messages get theirs before it) and no questions."""
+        with self._db.reading() as session:
+            rows = session.scalars(
+                select(Message)
+                .where(Message.chat_id == chat_id, Message.id > chat_id, Message.type != "question")
+                .order_by(Message.id.asc())
+            )
+            return [message_info(r) for r in rows]
 
     def history(self, conversation: ConversationInfo, *, rounds: int) -> list[MessageInfo]:
         """The questions and answers of the current section, the last ``rounds`` rounds."""

@@ -10,9 +10,11 @@ transport is injectable (``httpx.MockTransport`` in unit tests); tests against
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import httpx
@@ -29,6 +31,70 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
 BACKENDS = ("httpx", "openai")
 BACKEND_ENV = "COZE_LAB_MODEL_CLIENT"
+
+#: what the current task calls once its model request is out (see :func:`on_request_sent`)
+_ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("coze_lab_on_sent", default=None)
+
+
+@contextlib.contextmanager
+def on_request_sent(callback: Callable[[], None]) -> Iterator[None]:
+    """Within the block, ``callback()`` is called once a model request of this task is on
+    its way, the point from which the task only waits on the network: a new connection is
+    being opened for it, or its body has been sent and the response is awaited (on a
+    transport that does not trace: when the response or the failure arrives). A chat writes
+    its rows then, while the model thinks; a model that cannot be reached holds nothing up.
+    It may be called more than once (retries, later rounds).
+
+    Example:
+        >>> sent = []
+        >>> with on_request_sent(lambda: sent.append(True)):  # doctest: +SKIP
+        ...     await client.complete(spec, messages)
+        >>> sent  # doctest: +SKIP
+        [True]
+    """
+    token = _ON_SENT.set(callback)
+    try:
+        yield
+    finally:
+        _ON_SENT.reset(token)
+
+
+#: httpcore trace steps after which a request only waits on the network
+_ON_ITS_WAY = (
+    "connect_tcp.started",
+    "connect_unix_socket.started",
+    "receive_response_headers.started",
+)
+
+
+class _SentSignal(httpx.AsyncBaseTransport):
+    """Wraps the transport: tells :func:`on_request_sent`'s callback when a request is on
+    its way (httpcore's ``trace`` extension: a connection is being opened, or the response
+    headers are awaited)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        notify = _ON_SENT.get()
+        if notify is None:
+            return await self._inner.handle_async_request(request)
+        outer = request.extensions.get("trace")
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name.endswith(_ON_ITS_WAY):
+                notify()
+            if outer is not None:
+                await outer(name, info)
+
+        request.extensions = {**request.extensions, "trace": trace}
+        try:
+            return await self._inner.handle_async_request(request)
+        finally:
+            notify()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class _Backend(Protocol):
@@ -176,7 +242,7 @@ class ModelClient:
                 limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
             )
             self._http = httpx.AsyncClient(
-                transport=transport,
+                transport=_SentSignal(transport),
                 timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)),
                 limits=limits,
                 follow_redirects=True,

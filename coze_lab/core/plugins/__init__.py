@@ -9,9 +9,16 @@ Bots and workflows call tools through ``PluginService``:
 
 from coze_lab.core.plugins.problems import PluginSpecError, Problem
 from coze_lab.core.plugins.service import PluginService, PluginSettings
-from coze_lab.core.plugins.types import PluginInfo, ToolDefinition, ToolInfo, ToolResult
+from coze_lab.core.plugins.types import (
+    CallRecord,
+    PluginInfo,
+    ToolDefinition,
+    ToolInfo,
+    ToolResult,
+)
 
 __all__ = [
+    "CallRecord",
     "PluginInfo",
     "PluginService",
     "PluginSettings",

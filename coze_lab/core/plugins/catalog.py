@@ -22,6 +22,7 @@ from coze_lab.core.plugins.importing import Draft, read_draft_isolated
 from coze_lab.core.plugins.lookups import PluginLookups, _check_scene
 from coze_lab.core.plugins.problems import Problem
 from coze_lab.core.plugins.types import (
+    CallRecord,
     PluginInfo,
     ToolDefinition,
     ToolInfo,
@@ -194,7 +195,7 @@ class PluginCatalog(PluginLookups):
             session.execute(delete(PluginVersion).where(PluginVersion.plugin_id == plugin_id))
             session.execute(delete(PluginRecord).where(PluginRecord.id == plugin_id))
 
-    def calls(self, owner_id: int, plugin_id: int, *, limit: int = 20) -> list[dict[str, Any]]:
+    def calls(self, owner_id: int, plugin_id: int, *, limit: int = 20) -> list[CallRecord]:
         """The user's newest recorded calls of a plugin (request summaries, no secrets)."""
         with self._reading() as session:
             self._visible(session, owner_id, plugin_id)
@@ -204,7 +205,7 @@ class PluginCatalog(PluginLookups):
                 .order_by(PluginCall.id.desc())
                 .limit(limit)
             ).all()
-            return [_call_dict(r) for r in rows]
+            return [_call_record(r) for r in rows]
 
     def publish(self, owner_id: int, plugin_id: int) -> int:
         """Copy the draft to a new online version in one transaction; return its number."""
@@ -308,18 +309,18 @@ def _manifest_input(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "auth": auth}
 
 
-def _call_dict(row: PluginCall) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "tool_id": row.tool_id,
-        "tool_name": row.tool_name,
-        "scene": row.scene,
-        "version": row.version,
-        "ok": row.ok,
-        "status_code": row.status_code,
-        "latency_ms": row.latency_ms,
-        "error": row.error,
-        "request": row.request,
-        "trace": row.trace,
-        "created_at": row.created_at,
-    }
+def _call_record(row: PluginCall) -> CallRecord:
+    return CallRecord(
+        id=row.id,
+        tool_id=row.tool_id,
+        tool_name=row.tool_name,
+        scene=row.scene,
+        version=row.version,
+        ok=row.ok,
+        status_code=row.status_code,
+        latency_ms=row.latency_ms,
+        error=row.error,
+        request=row.request,
+        trace=row.trace,
+        created_at=row.created_at,
+    )

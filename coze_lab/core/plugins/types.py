@@ -56,6 +56,24 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class CallRecord:
+    """A recorded tool call (``plugin_calls``): its request summary has no secrets."""
+
+    id: int
+    tool_id: int
+    tool_name: str
+    scene: str
+    version: int | None
+    ok: bool
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    request: dict[str, Any] | None
+    trace: dict[str, Any] | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class ToolInfo:
     id: int
     plugin_id: int

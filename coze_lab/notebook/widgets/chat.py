@@ -29,6 +29,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from coze_lab.core.chat import events as ev
 from coze_lab.notebook.http import StudioClient as Studio
 from coze_lab.notebook.http import StudioError
 from coze_lab.notebook.widgets.chat_state import ChatState
@@ -163,7 +164,7 @@ class ChatWidget(anywidget.AnyWidget):
         finally:
             with self._lock:
                 if self._state.status == "streaming":
-                    self._state.apply("done", None)
+                    self._state.apply(ev.DONE, None)
                 self._push(force=True)
                 self._done.notify_all()
             self._show_questions(self._state.waiting_runs())

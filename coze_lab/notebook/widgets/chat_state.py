@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from coze_lab.core.chat import events as ev
+
 #: message types shown as collapsible tool calls
 TOOL_TYPES = ("function_call", "tool_output", "tool_response")
 
@@ -94,12 +96,12 @@ class ChatState:
                 self.status = "requires_action"
             elif event.endswith(".canceled"):
                 self.status = "canceled"
-        elif event in ("conversation.message.delta", "conversation.message.completed"):
-            self._message(data, complete=event.endswith(".completed"))
+        elif event in (ev.MESSAGE_DELTA, ev.MESSAGE_COMPLETED):
+            self._message(data, complete=event == ev.MESSAGE_COMPLETED)
         elif event == "error":
             self.status = "failed"
             self.error = str((data or {}).get("msg") if isinstance(data, dict) else data)
-        elif event == "done" and self.status == "streaming":
+        elif event == ev.DONE and self.status == "streaming":
             self.status = "completed"
         if self.status != "streaming":
             for message in self.messages:

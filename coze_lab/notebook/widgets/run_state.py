@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from coze_lab.core.workflows import events as ev
 from coze_lab.notebook.questions import Question
 
 FINISHED = ("succeeded", "failed", "canceled")
@@ -73,21 +74,21 @@ class RunState:
         self.last_event = max(self.last_event, seq)
         data = data or {}
         node_id = data.get("node_id")
-        if event == "node_started" and node_id:
+        if event == ev.NODE_STARTED and node_id:
             node = self._node(node_id, data.get("node_title"))
             node.update(status="running", started=time.time(), error=None)
             node["type"] = data.get("node_type") or node["type"]
             self.status = "running"
-        elif event == "node_finished" and node_id:
+        elif event == ev.NODE_FINISHED and node_id:
             node = self._node(node_id, data.get("node_title"))
             node["status"] = "succeeded"
             if node.get("started"):
                 node["latency_ms"] = int((time.time() - node["started"]) * 1000)
             if data.get("error"):
                 node["error"] = _error_text(data["error"])
-        elif event == "node_skipped" and node_id:
+        elif event == ev.NODE_SKIPPED and node_id:
             self._node(node_id, data.get("node_title"))["status"] = "skipped"
-        elif event == "message":
+        elif event == ev.MESSAGE:
             node = self.nodes.get(node_id or "")
             if node and node["type"] == "end" and _is_json_object(data.get("content")):
                 return  # the end node streams the outputs as JSON: they are shown as outputs
@@ -98,24 +99,24 @@ class RunState:
                     "content": data.get("content", ""),
                 }
             )
-        elif event == "interrupt":
+        elif event == ev.INTERRUPT:
             event_id = str(data.get("event_id"))
             self.pending[event_id] = _question(data)
             if node_id and "/" not in str(data.get("node_title", "")):
                 self._node(node_id)["status"] = "interrupted"
-        elif event == "resumed":
+        elif event == ev.RESUMED:
             self.pending.pop(str(data.get("event_id")), None)
             if node_id in self.nodes and self.nodes[node_id]["status"] == "interrupted":
                 self.nodes[node_id]["status"] = "running"
             self.status = "running"
-        elif event == "interrupt_expired":
+        elif event == ev.INTERRUPT_EXPIRED:
             self.pending.pop(str(data.get("event_id")), None)
-        elif event == "interrupted":
+        elif event == ev.INTERRUPTED:
             self.status = "interrupted"
-        elif event == "done":
+        elif event == ev.DONE:
             self.status = "succeeded"
             self.outputs = data.get("outputs")
-        elif event == "failed":
+        elif event == ev.FAILED:
             self.status = "failed"
             self.error = data.get("error")
             failing = (self.error or {}).get("node_id")
@@ -123,7 +124,7 @@ class RunState:
                 node = self._node(failing)
                 node["status"] = "failed"
                 node["error"] = node.get("error") or (self.error or {}).get("msg")
-        elif event == "canceled":
+        elif event == ev.CANCELED:
             self.status = "canceled"
             self.pending.clear()
         if self.finished:

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.handlers.chat import stream_chat
 from coze_lab.web.params import int_value, optional_str_list
-from coze_lab.web.requests import parse_chat_request, parse_tool_outputs
+from coze_lab.web.requests import (
+    parse_bot_edit,
+    parse_playground_chat,
+    parse_tool_outputs,
+)
 
 
 class BotsArea(CozeHandler):
@@ -34,7 +37,9 @@ class BotCreateHandler(CozeHandler):
         body = self.json_body()
         space_id = body.get("space_id")
         space = user.workspace_id if space_id in (None, "") else parse_id(space_id, "space_id")
-        info = self.runtime.bots.create(user.id, space, body)
+        info = self.runtime.bots.create(
+            user.id, space, parse_bot_edit(body, self.runtime.limits, create=True)
+        )
         self.reply(serialize.bot(info))
 
 
@@ -42,7 +47,8 @@ class BotUpdateHandler(CozeHandler):
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        self.runtime.bots.update(user.id, parse_id(body.get("bot_id"), "bot_id"), body)
+        bot_id = parse_id(body.get("bot_id"), "bot_id")
+        self.runtime.bots.update(user.id, bot_id, parse_bot_edit(body, self.runtime.limits))
         self.reply({})
 
 
@@ -194,7 +200,8 @@ class StudioBotsHandler(BotsArea):
     def post(self) -> None:
         user = self.studio_user()
         space = self.space_query() or user.workspace_id
-        info = self.runtime.bots.create(user.id, space, self.json_body())
+        edit = parse_bot_edit(self.json_body(), self.runtime.limits, create=True)
+        info = self.runtime.bots.create(user.id, space, edit)
         self.reply(serialize.bot(info), status=201)
 
 
@@ -205,7 +212,8 @@ class StudioBotHandler(BotsArea):
 
     def put(self, bot_id: str) -> None:
         user = self.studio_user()
-        info = self.runtime.bots.update(user.id, parse_id(bot_id, "bot_id"), self.json_body())
+        edit = parse_bot_edit(self.json_body(), self.runtime.limits)
+        info = self.runtime.bots.update(user.id, parse_id(bot_id, "bot_id"), edit)
         self.reply(serialize.bot(info))
 
     def delete(self, bot_id: str) -> None:
@@ -233,16 +241,7 @@ class StudioBotChatHandler(BotsArea):
 
     async def post(self, bot_id: str) -> None:
         user = self.studio_user()
-        body = self.json_body()
-        if "message" in body:
-            if not isinstance(body["message"], str) or not body["message"]:
-                raise InvalidParameter("message must be a non-empty string")
-            body["additional_messages"] = [
-                {"role": "user", "content": body.pop("message"), "content_type": "text"}
-            ]
-        body["bot_id"] = bot_id
-        body.setdefault("stream", True)
-        request = parse_chat_request(body, body.get("conversation_id"))
+        request = parse_playground_chat(self.json_body(), bot_id)
         handle = await self.runtime.chats.start(user.id, connectors.PLAYGROUND, request)
         if request.stream:
             await stream_chat(self, handle)

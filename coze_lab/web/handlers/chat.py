@@ -70,7 +70,7 @@ class ChatRetrieveHandler(CozeHandler):
 
     def _chat(self) -> Any:
         user = self.coze_user()
-        return self.runtime.chat_store.get(
+        return self.runtime.chats.get(
             user.id,
             self.connector(),
             parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
@@ -83,13 +83,12 @@ class ChatMessagesHandler(CozeHandler):
 
     def get(self) -> None:
         user = self.coze_user()
-        chat = self.runtime.chat_store.get(
+        messages = self.runtime.chats.messages(
             user.id,
             self.connector(),
             parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
             parse_id(self.get_query_argument("chat_id", None), "chat_id"),
         )
-        messages = self.runtime.chat_store.messages(chat.id)
         self.reply([serialize.message(m) for m in messages])
 
 

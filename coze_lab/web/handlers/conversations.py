@@ -9,6 +9,7 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
+from coze_lab.web.requests import parse_initial_messages, parse_message, parse_message_edit
 
 
 def _optional_id(value: Any, name: str) -> int | None:
@@ -19,9 +20,7 @@ class ConversationCreateHandler(CozeHandler):
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        messages = body.get("messages") or []
-        if not isinstance(messages, list):
-            raise InvalidParameter("messages must be a list")
+        messages = parse_initial_messages(body.get("messages"))
         connector = self.connector()
         requested = body.get("connector_id")
         if requested not in (None, "", connector):
@@ -116,7 +115,10 @@ class MessageCreateHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.create_message(
-            user.id, self.connector(), self._conversation_id(), self.json_body()
+            user.id,
+            self.connector(),
+            self._conversation_id(),
+            parse_message(self.json_body(), "message"),
         )
         self.reply(serialize.message(info))
 
@@ -161,7 +163,11 @@ class MessageModifyHandler(MessageArea):
     def post(self) -> None:
         user = self.coze_user()
         info = self.runtime.conversations.modify_message(
-            user.id, self.connector(), self._conversation_id(), self._message_id(), self.json_body()
+            user.id,
+            self.connector(),
+            self._conversation_id(),
+            self._message_id(),
+            parse_message_edit(self.json_body()),
         )
         # cozepy reads the modified message from a "message" field
         self.reply(serialize.message(info), extra={"message": serialize.message(info)})

@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
+from coze_lab.web.requests import parse_plugin_source
 
 
 class PluginsArea(CozeHandler):
     AUTH_RESOURCE = "coze_lab.plugins"
-
-    def _source(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The document, manifest and server URL fields of an import or update body."""
-        openapi, url = body.get("openapi"), body.get("url")
-        if openapi is not None and not isinstance(openapi, (str, dict)):
-            raise InvalidParameter("openapi must be the document's text or object")
-        if url is not None and not isinstance(url, str):
-            raise InvalidParameter("url must be a string")
-        if body.get("manifest") is not None and not isinstance(body["manifest"], dict):
-            raise InvalidParameter("manifest must be an object")
-        if body.get("server_url") is not None and not isinstance(body["server_url"], str):
-            raise InvalidParameter("server_url must be a string")
-        return {
-            "openapi": openapi,
-            "url": url,
-            "manifest": body.get("manifest"),
-            "server_url": body.get("server_url"),
-        }
 
 
 class PluginsHandler(PluginsArea):
@@ -50,7 +32,10 @@ class PluginsHandler(PluginsArea):
         if credentials is not None and not isinstance(credentials, dict):
             raise InvalidParameter("credentials must be an object")
         info = await self.runtime.plugins.import_plugin(
-            user.id, credentials=credentials, space_id=self.space_query(), **self._source(body)
+            user.id,
+            credentials=credentials,
+            space_id=self.space_query(),
+            **parse_plugin_source(body),
         )
         self.reply(serialize.plugin(info, full=True), status=201)
 
@@ -66,7 +51,7 @@ class PluginItemHandler(PluginsArea):
         user = self.studio_user()
         body = self.json_body()
         info = await self.runtime.plugins.update_draft(
-            user.id, parse_id(plugin_id, "plugin_id"), **self._source(body)
+            user.id, parse_id(plugin_id, "plugin_id"), **parse_plugin_source(body)
         )
         self.reply(serialize.plugin(info, full=True))
 

@@ -3,30 +3,20 @@ workflows themselves (list, retrieve, versions)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from coze_lab.core.errors import CozeLabError, InvalidParameter, NotFound
 from coze_lab.core.ids import parse_id
-from coze_lab.core.json_input import parse_json
-from coze_lab.core.workflows.run_store import RunInfo
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value, version_number
+from coze_lab.web.requests import parse_workflow_parameters
 from coze_lab.web.sse import send_event, start_stream
 
 
 class WorkflowHandler(CozeHandler):
     def workflow_id(self, body: dict[str, Any]) -> int:
         return parse_id(body.get("workflow_id"), "workflow_id")
-
-    def parameters(self, body: dict[str, Any]) -> dict[str, Any]:
-        parameters = body.get("parameters") or {}
-        if isinstance(parameters, str):  # some clients send the object as a JSON string
-            parameters = parse_json(parameters, "parameters")
-        if not isinstance(parameters, dict):
-            raise InvalidParameter("parameters must be an object")
-        return parameters
 
     async def start_run(self, body: dict[str, Any]) -> int:
         user = self.coze_user()
@@ -37,7 +27,7 @@ class WorkflowHandler(CozeHandler):
         return await self.runtime.runs.start(
             user.id,
             self.workflow_id(body),
-            self.parameters(body),
+            parse_workflow_parameters(body),
             ignore_undeclared=True,
             at_version=version_number(raw, "version"),
         )
@@ -68,23 +58,15 @@ class WorkflowRunHandler(WorkflowHandler):
             self.reply(None, extra={"execute_id": str(run_id), "debug_url": ""})
             return
         info = await self.runtime.runs.wait(run_id)
-        data, extra = self.sync_result(info)
-        self.reply(data, extra=extra)
-
-    def sync_result(self, info: RunInfo) -> tuple[Any, dict[str, Any]]:
-        """Coze's body for a finished synchronous run: outputs as a JSON string in ``data``."""
         if info.status in ("failed", "canceled"):
             raise RunFailed((info.error or {}).get("msg", f"the workflow {info.status}"))
-        extra: dict[str, Any] = {
-            "execute_id": str(info.id),
-            "debug_url": "",
-            "usage": serialize.chat_usage(info.usage or {}),
-        }
-        if info.status == "interrupted":
-            extra["interrupt_data"] = [
-                serialize.interrupt(p) for p in self.runtime.runs.pending(info.owner_id, info.id)
-            ]
-        return json.dumps(info.outputs or {}, ensure_ascii=False), extra
+        pending = (
+            self.runtime.runs.pending(info.owner_id, info.id)
+            if info.status == "interrupted"
+            else []
+        )
+        data, extra = serialize.sync_run(info, pending)
+        self.reply(data, extra=extra)
 
 
 class WorkflowStreamRunHandler(WorkflowHandler):

@@ -8,7 +8,7 @@ import json
 from coze_lab.core import connectors
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
-from coze_lab.web.requests import parse_chat_request
+from coze_lab.web.requests import parse_bot_edit, parse_chat_request
 
 
 def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
@@ -28,7 +28,9 @@ def chat(host: InProcessHost, bot_id: int, text: str) -> tuple[list, object]:
 
 def make_bot(host: InProcessHost, **body) -> int:
     user = host.user
-    return host.runtime.bots.create(user.id, user.workspace_id, {"name": "b", **body}).id
+    return host.runtime.bots.create(
+        user.id, user.workspace_id, parse_bot_edit({"name": "b", **body}, create=True)
+    ).id
 
 
 def test_the_tool_loop_is_bounded(agent_host: InProcessHost, model_env: ModelServer) -> None:
@@ -206,3 +208,35 @@ def test_the_answer_is_kept_while_it_streams_and_replaced_when_done(
     assert events[-2].event == "conversation.chat.completed"
     answers = [m for m in store.messages(done.id) if m.type == "answer"]
     assert len(answers) == 1 and answers[0].content == words and answers[0].meta_data == {}
+
+
+def test_a_model_that_fails_before_its_request_fails_the_chat_visibly(
+    agent_host: InProcessHost, model_env: ModelServer, tmp_path, monkeypatch
+) -> None:
+    """The key variable of the bot's model is unset: the run fails before any request goes
+    out, and the failure is still recorded on the chat's row (written first)."""
+    registry = tmp_path / "models.json"
+    spec = model_env.spec("keyless", api_key_env="COZE_LAB_TEST_UNSET_KEY")
+    registry.write_text(
+        json.dumps(
+            [
+                {
+                    "id": spec.id,
+                    "base_url": spec.base_url,
+                    "model": spec.model,
+                    "api_key_env": "COZE_LAB_TEST_UNSET_KEY",
+                }
+            ]
+        )
+    )
+    monkeypatch.setenv("COZE_LAB_MODELS_FILE", str(registry))
+    monkeypatch.delenv("COZE_LAB_TEST_UNSET_KEY", raising=False)
+    bot_id = make_bot(agent_host, model_info_config={"model_id": "keyless"})
+    events, chat_info = chat(agent_host, bot_id, "hi")
+    assert [e.event for e in events[-2:]] == ["conversation.chat.failed", "done"]
+    assert "COZE_LAB_TEST_UNSET_KEY" in events[-2].chat.last_error["msg"]
+    stored = agent_host.runtime.chat_store.get(
+        agent_host.user.id, connectors.PLAYGROUND, chat_info.conversation_id, chat_info.id
+    )
+    assert stored.status == "failed"
+    assert model_env.requests == []

@@ -4,12 +4,15 @@ from datetime import timedelta
 
 from coze_lab.core.chat.store import ChatStore
 from coze_lab.services import Runtime
+from coze_lab.web.requests import parse_bot_edit
 from tests.support import FakeClock
 
 
 def _chat(runtime: Runtime, store: ChatStore):
     user = runtime.identity.ensure_user("alice")
-    bot = runtime.bots.create(user.id, user.workspace_id, {"name": "b"})
+    bot = runtime.bots.create(
+        user.id, user.workspace_id, parse_bot_edit({"name": "b"}, create=True)
+    )
     runtime.bots.publish(user.id, bot.id, ["1024"])
     conversation = runtime.conversations.create(user.id, "1024", bot_id=bot.id)
     new = store.prepare(

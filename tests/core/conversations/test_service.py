@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from coze_lab.core.conversations import ConversationService
+from coze_lab.core.conversations import ConversationService, MessageEdit, NewMessage
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.services import Runtime
+from coze_lab.web.requests import parse_message
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def test_cursor_pages_both_ways_in_both_orders(runtime: Runtime, conversations) 
     user = runtime.identity.ensure_user("alice")
     conv = conversations.create(user.id, "1024")
     made = [
-        conversations.create_message(user.id, "1024", conv.id, {"role": "user", "content": str(i)})
+        conversations.create_message(user.id, "1024", conv.id, NewMessage("user", str(i)))
         for i in range(7)
     ]
 
@@ -51,7 +52,7 @@ def test_history_is_the_current_section_capped_by_rounds(runtime: Runtime, conve
     conv = conversations.create(user.id, "1024")
 
     def say(role: str, text: str) -> None:
-        conversations.create_message(user.id, "1024", conv.id, {"role": role, "content": text})
+        conversations.create_message(user.id, "1024", conv.id, NewMessage(role, text))
 
     for i in range(3):
         say("user", f"q{i}")
@@ -67,13 +68,13 @@ def test_history_is_the_current_section_capped_by_rounds(runtime: Runtime, conve
 def test_connector_and_owner_scope_every_call(runtime: Runtime, conversations) -> None:
     alice = runtime.identity.ensure_user("alice")
     bob = runtime.identity.ensure_user("bob")
-    conv = conversations.create(alice.id, "1024", messages=[{"role": "user", "content": "hi"}])
+    conv = conversations.create(alice.id, "1024", messages=[NewMessage("user", "hi")])
     message = conversations.list_messages(alice.id, "1024", conv.id).items[0]
     calls = (
         lambda o, c: conversations.get(o, c, conv.id),
         lambda o, c: conversations.list_messages(o, c, conv.id),
         lambda o, c: conversations.get_message(o, c, conv.id, message.id),
-        lambda o, c: conversations.modify_message(o, c, conv.id, message.id, {}),
+        lambda o, c: conversations.modify_message(o, c, conv.id, message.id, MessageEdit()),
         lambda o, c: conversations.delete_message(o, c, conv.id, message.id),
         lambda o, c: conversations.clear(o, c, conv.id),
         lambda o, c: conversations.delete(o, c, conv.id),
@@ -86,27 +87,30 @@ def test_connector_and_owner_scope_every_call(runtime: Runtime, conversations) -
 
 
 def test_object_string_content_is_checked(runtime: Runtime, conversations) -> None:
+    """The request parser checks the content's form; the service checks it again on an edit
+    (with the stored type) and checks the files a message names itself."""
     user = runtime.identity.ensure_user("alice")
     conv = conversations.create(user.id, "1024")
     good = '[{"type": "text", "text": "see"}, {"type": "image", "file_url": "https://x/y.png"}]'
     made = conversations.create_message(
-        user.id, "1024", conv.id, {"role": "user", "content": good, "content_type": "object_string"}
+        user.id,
+        "1024",
+        conv.id,
+        parse_message({"role": "user", "content": good, "content_type": "object_string"}, "m"),
     )
     assert made.content_type == "object_string"
     for bad in ("not json", "[]", '[{"type": "video"}]', '[{"type": "image"}]'):
         with pytest.raises(InvalidParameter):
-            conversations.create_message(
-                user.id,
-                "1024",
-                conv.id,
-                {"role": "user", "content": bad, "content_type": "object_string"},
-            )
+            parse_message({"role": "user", "content": bad, "content_type": "object_string"}, "m")
+        with pytest.raises(InvalidParameter):  # an edit keeps the stored object_string type
+            conversations.modify_message(user.id, "1024", conv.id, made.id, MessageEdit(bad))
     other_file = '[{"type": "file", "file_id": "7000000000000000001"}]'
+    unreadable = NewMessage("user", other_file, "object_string")
     with pytest.raises(NotFound):
-        conversations.create_message(
-            user.id,
-            "1024",
-            conv.id,
-            {"role": "user", "content": other_file, "content_type": "object_string"},
-        )
+        conversations.create_message(user.id, "1024", conv.id, unreadable)
+    with pytest.raises(NotFound):
+        conversations.modify_message(user.id, "1024", conv.id, made.id, MessageEdit(other_file))
+    with pytest.raises(NotFound):
+        conversations.create(user.id, "1024", messages=[unreadable])
+    assert conversations.get_message(user.id, "1024", conv.id, made.id).content == good
     assert len(conversations.list_messages(user.id, "1024", conv.id).items) == 1

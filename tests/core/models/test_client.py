@@ -22,7 +22,7 @@ from coze_lab.core.models import (
     Usage,
     accumulate_tool_calls,
 )
-from coze_lab.core.models.client import IMAGE_OMITTED
+from coze_lab.core.models.client import IMAGE_OMITTED, on_request_sent
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 
 USER = [{"role": "user", "content": "Tell me about Paris"}]
@@ -463,3 +463,39 @@ def test_the_sdk_is_not_imported_until_chosen() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.asyncio
+async def test_on_request_sent_tells_when_the_request_is_out(
+    server: ModelServer, client: ModelClient
+) -> None:
+    """A chat writes its rows once its model request is out: the client says when (on both
+    paths, through the traced transport); outside the block nothing is called."""
+    sent: list[int] = []
+    with on_request_sent(lambda: sent.append(len(server.requests))):
+        chunks = await collect(client, server.spec(), USER)
+    assert chunks and sent and sent[0] <= 1  # told before the whole request was answered
+    told = len(sent)
+    await client.complete(server.spec(), USER)
+    assert len(sent) == told  # outside the block nobody is told
+
+
+@pytest.mark.asyncio
+async def test_on_request_sent_on_an_untraced_transport_tells_at_the_response() -> None:
+    import httpx
+
+    body = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append("request")
+        return httpx.Response(200, json=body)
+
+    spec = ModelSpec(id="m", name="m", base_url="http://model.invalid/v1", model="m")
+    async with ModelClient(httpx.MockTransport(answer), max_retries=0) as client:
+        with on_request_sent(lambda: seen.append("sent")):
+            done = await client.complete(spec, USER)
+    assert done.content == "ok" and seen == ["request", "sent"]

@@ -1,13 +1,20 @@
+"""A Coze bot body becomes a BotEdit (web/requests.py); the core applies it to a config."""
+
 from __future__ import annotations
 
 import pytest
 
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.errors import InvalidParameter
+from coze_lab.web.requests import parse_bot_edit
+
+
+def config_of(body: dict, base: BotConfig | None = None) -> BotConfig:
+    return (base or BotConfig()).edited(parse_bot_edit(body).changes)
 
 
 def test_a_create_body_round_trips_through_storage() -> None:
-    config = BotConfig.from_body(
+    config = config_of(
         {
             "prompt_info": {"prompt": "Hi {{name}}"},
             "model_info_config": {"model_id": "m", "temperature": 0.5, "context_round": 3},
@@ -28,13 +35,13 @@ def test_a_create_body_round_trips_through_storage() -> None:
     pinned = BotConfig.from_dict({**config.to_dict(), "workflow_versions": {"7001": 3}})
     assert pinned.workflow_versions == {7001: 3}
     assert BotConfig.from_dict(pinned.to_dict()) == pinned
-    json_bot = config.updated({"model_info_config": {"model_id": "m", "response_format": "json"}})
+    json_bot = config_of({"model_info_config": {"model_id": "m", "response_format": "json"}}, config)
     assert json_bot.response_format == "json" and json_bot.suggest_reply_mode == "customized"
 
 
 def test_update_changes_only_the_fields_it_names() -> None:
-    config = BotConfig.from_body({"prompt_info": {"prompt": "a"}, "variables": [{"keyword": "x"}]})
-    updated = config.updated({"model_info_config": {"model_id": "other"}})
+    config = config_of({"prompt_info": {"prompt": "a"}, "variables": [{"keyword": "x"}]})
+    updated = config_of({"model_info_config": {"model_id": "other"}}, config)
     assert (updated.prompt, updated.model_id, updated.variables) == (
         "a",
         "other",
@@ -65,5 +72,5 @@ def test_update_changes_only_the_fields_it_names() -> None:
 )
 def test_bad_bodies_name_the_field(body: dict) -> None:
     with pytest.raises(InvalidParameter) as caught:
-        BotConfig.from_body(body)
+        parse_bot_edit(body)
     assert next(iter(body)).split("_")[0] in caught.value.msg
