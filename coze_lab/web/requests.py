@@ -37,7 +37,14 @@ from coze_lab.core.conversations.content import (
     check_content,
     check_meta_data,
 )
-from coze_lab.core.conversations.service import MAX_INITIAL_MESSAGES
+from coze_lab.core.conversations.service import (
+    FEEDBACK_TYPES,
+    MAX_FEEDBACK_COMMENT_CHARS,
+    MAX_FEEDBACK_REASONS,
+    MAX_INITIAL_MESSAGES,
+    ConversationEdit,
+    Feedback,
+)
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
@@ -77,6 +84,40 @@ def parse_initial_messages(raw: Any) -> list[NewMessage]:
     if len(raw) > MAX_INITIAL_MESSAGES:
         raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
     return [parse_message(m, f"messages[{i}]") for i, m in enumerate(raw)]
+
+
+def parse_conversation_edit(body: Mapping[str, Any]) -> ConversationEdit:
+    """A ``PUT /v1/conversations/{id}`` body: ``name`` and/or ``meta_data``."""
+    name = body.get("name") if "name" in body else None
+    if name is not None and not isinstance(name, str):
+        raise InvalidParameter("name must be a string")
+    meta = check_meta_data(body["meta_data"]) if "meta_data" in body else None
+    return ConversationEdit(name=name, meta_data=meta)
+
+
+def parse_feedback(body: Mapping[str, Any]) -> Feedback:
+    """A message feedback body: ``feedback_type`` (like, unlike), ``reason_types`` (labels),
+    ``comment``.
+
+    Example:
+        >>> parse_feedback({"feedback_type": "like", "reason_types": ["clear"]}).reason_types
+        ('clear',)
+    """
+    kind = body.get("feedback_type")
+    if kind not in FEEDBACK_TYPES:
+        raise InvalidParameter(f"feedback_type must be one of {', '.join(FEEDBACK_TYPES)}")
+    reasons = body.get("reason_types") or []
+    if (
+        not isinstance(reasons, list)
+        or len(reasons) > MAX_FEEDBACK_REASONS
+        or not all(isinstance(r, str) and 0 < len(r) <= 100 for r in reasons)
+    ):
+        raise InvalidParameter(
+            f"reason_types must be a list of at most {MAX_FEEDBACK_REASONS} labels "
+            "(1 to 100 characters each)"
+        )
+    comment = text(body.get("comment"), "comment", MAX_FEEDBACK_COMMENT_CHARS)
+    return Feedback(kind, tuple(reasons), comment)
 
 
 def parse_message_edit(body: Mapping[str, Any]) -> MessageEdit:

@@ -3,7 +3,7 @@ connector."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from coze_lab.core.clock import Clock, to_unix, utcnow
 from coze_lab.core.conversations.content import check_content, check_meta_data, file_ids
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
-from coze_lab.core.limits import Limits, text
+from coze_lab.core.limits import Limits
 from coze_lab.core.spaces import visible
 from coze_lab.store import Database
 from coze_lab.store.models import BotConnector, BotRecord, Conversation, Message
@@ -91,6 +91,24 @@ class MessageEdit:
     content: str | None = None
     content_type: str | None = None
     meta_data: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ConversationEdit:
+    """A change to a conversation; None leaves a field as it is."""
+
+    name: str | None = None
+    meta_data: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A user's like or unlike of one of the bot's answers (checked by the web layer's
+    parser: ``feedback_type`` in FEEDBACK_TYPES, at most MAX_FEEDBACK_REASONS labels)."""
+
+    feedback_type: str
+    reason_types: tuple[str, ...] = ()
+    comment: str = ""
 
 
 def message_row(
@@ -232,12 +250,12 @@ class ConversationService:
         return [_conversation(r) for r in rows[:page_size]], len(rows) > page_size
 
     def update(
-        self, owner_id: int, connector_id: str, conversation_id: int, body: Mapping[str, Any]
+        self, owner_id: int, connector_id: str, conversation_id: int, edit: ConversationEdit
     ) -> ConversationInfo:
         """Rename (``name``) and/or replace the ``meta_data`` of a conversation; fields the
-        body leaves out stay as they are."""
-        meta = check_meta_data(body["meta_data"]) if "meta_data" in body else None
-        name = self.limits.name(body["name"], "name", required=False) if "name" in body else None
+        edit leaves out stay as they are."""
+        meta = None if edit.meta_data is None else check_meta_data(edit.meta_data)
+        name = None if edit.name is None else self.limits.name(edit.name, "name", required=False)
         with self._db.transaction() as session:
             row = self._owned(session, owner_id, connector_id, conversation_id)
             if name is not None:
@@ -352,12 +370,16 @@ class ConversationService:
         connector_id: str,
         conversation_id: int,
         message_id: int,
-        body: Mapping[str, Any] | None,
+        feedback: Feedback | None,
     ) -> None:
         """Record the user's like or unlike of one of the bot's answers (replacing an
-        earlier one); ``body`` None removes it. Body: ``feedback_type`` (like, unlike),
-        ``reason_types`` (a list of labels), ``comment``."""
-        feedback = None if body is None else self._feedback(body)
+        earlier one); None removes it."""
+        stored = None if feedback is None else {
+            "feedback_type": feedback.feedback_type,
+            "reason_types": list(dict.fromkeys(feedback.reason_types)),
+            "comment": feedback.comment,
+            "created_at": to_unix(self._clock()),
+        }
         with self._db.transaction() as session:
             self._owned(session, owner_id, connector_id, conversation_id)
             row = self._message(session, conversation_id, message_id)
@@ -365,31 +387,9 @@ class ConversationService:
                 raise InvalidParameter(
                     f"message {message_id} is not a bot's answer: feedback is for answers"
                 )
-            if body is None and row.feedback is None:
+            if feedback is None and row.feedback is None:
                 raise NotFound(f"message {message_id} has no feedback")
-            row.feedback = feedback
-
-    def _feedback(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        kind = body.get("feedback_type")
-        if kind not in FEEDBACK_TYPES:
-            raise InvalidParameter(f"feedback_type must be one of {', '.join(FEEDBACK_TYPES)}")
-        reasons = body.get("reason_types") or []
-        if (
-            not isinstance(reasons, list)
-            or len(reasons) > MAX_FEEDBACK_REASONS
-            or not all(isinstance(r, str) and 0 < len(r) <= 100 for r in reasons)
-        ):
-            raise InvalidParameter(
-                f"reason_types must be a list of at most {MAX_FEEDBACK_REASONS} labels "
-                "(1 to 100 characters each)"
-            )
-        comment = text(body.get("comment"), "comment", MAX_FEEDBACK_COMMENT_CHARS)
-        return {
-            "feedback_type": kind,
-            "reason_types": list(dict.fromkeys(reasons)),
-            "comment": comment,
-            "created_at": to_unix(self._clock()),
-        }
+            row.feedback = stored
 
     def delete_message(
         self, owner_id: int, connector_id: str, conversation_id: int, message_id: int

@@ -9,7 +9,13 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
-from coze_lab.web.requests import parse_initial_messages, parse_message, parse_message_edit
+from coze_lab.web.requests import (
+    parse_conversation_edit,
+    parse_feedback,
+    parse_initial_messages,
+    parse_message,
+    parse_message_edit,
+)
 
 
 def _optional_id(value: Any, name: str) -> int | None:
@@ -79,7 +85,10 @@ class ConversationHandler(CozeHandler):
         user = self.coze_user()
         body = self.json_body()
         info = self.runtime.conversations.update(
-            user.id, self.connector(), parse_id(conversation_id, "conversation_id"), body
+            user.id,
+            self.connector(),
+            parse_id(conversation_id, "conversation_id"),
+            parse_conversation_edit(body),
         )
         self.reply(serialize.conversation(info))
 
@@ -194,7 +203,7 @@ class MessageFeedbackHandler(CozeHandler):
             self.connector(),
             parse_id(conversation_id, "conversation_id"),
             parse_id(message_id, "message_id"),
-            body,
+            parse_feedback(body),
         )
         self.reply({})
 
