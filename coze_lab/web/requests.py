@@ -1,6 +1,6 @@
-"""Coze request bodies → the core's commands (``ChatRequest``, ``NewMessage``,
-``MessageEdit``, tool outputs). The wire format is read here; the core checks what needs the
-database (the files a message names)."""
+"""Request bodies → the core's commands (``ChatRequest``, ``NewMessage``, ``MessageEdit``,
+``BotEdit``, tool outputs, run parameters, plugin sources). The wire format is read here;
+the core checks what needs the database (the files a message names, a bot's workflows)."""
 
 from __future__ import annotations
 

@@ -106,8 +106,8 @@ class AgentRun:
         heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         self.chat = chat
-        #: set once the first model request is out (or the run ended before sending one):
-        #: a starting chat writes its rows then, while the model thinks
+        #: set once the first model request is on its way (or the run ended before sending
+        #: one): a starting chat writes its rows then, while the model thinks
         self.requested = asyncio.Event()
         self._written = written
         self._heartbeat_s = heartbeat_s
@@ -153,8 +153,8 @@ class AgentRun:
 
     async def _until_written(self) -> None:
         """Wait for the chat's row before writing anything that refers to it (the starting
-        chat writes it once told the model request is out, or that the run ended early: a
-        model client that does not go through the traced transport never tells)."""
+        chat writes it once told the model request is on its way, or that the run ended
+        early: a model client that does not go through the traced transport never tells)."""
         self.requested.set()
         if self._written is not None:
             await self._written.wait()
