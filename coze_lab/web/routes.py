@@ -30,12 +30,14 @@ from coze_lab.web.handlers.bots import (
     StudioBotPublishHandler,
     StudioBotsHandler,
     StudioChatCancelHandler,
+    StudioChatEventsHandler,
     StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
 )
 from coze_lab.web.handlers.chat import (
     ChatCancelHandler,
+    ChatEventsHandler,
     ChatHandler,
     ChatMessagesHandler,
     ChatRetrieveHandler,
@@ -681,6 +683,22 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v3/chat/events",
+        ChatEventsHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "get",
+                "Re-attach to a chat's stream from any replica (SSE with ids; "
+                "Last-Event-ID or after replays)",
+                "chat",
+                query=(*s.CHAT_Q, ("after", "integer", False)),
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
         "/v3/chat/message/list",
         ChatMessagesHandler,
         COZE,
@@ -1095,6 +1113,20 @@ ROUTES: tuple[Route, ...] = (
         StudioConversationClearHandler,
         STUDIO,
         ops=(Op("post", "Clear a Playground conversation's context", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/chats/{chat_id}/events",
+        StudioChatEventsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Re-attach to a Playground chat's stream (SSE; Last-Event-ID replays)",
+                "studio",
+                query=(("conversation_id", "string", False), ("after", "integer", False)),
+                stream=True,
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/chats/{chat_id}/cancel",
