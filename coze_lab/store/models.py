@@ -343,7 +343,10 @@ class ChatEventBatch(Base):
     events: Mapped[list] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
-    __table_args__ = (Index("ux_chat_events_chat_seq", "chat_id", "seq", unique=True),)
+    __table_args__ = (
+        Index("ux_chat_events_chat_seq", "chat_id", "seq", unique=True),
+        Index("ux_chat_events_chat_first", "chat_id", "first_seq", unique=True),
+    )
 
 
 class Message(Base):
