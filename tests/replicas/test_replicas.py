@@ -244,7 +244,7 @@ def test_a_cancel_sent_to_b_stops_a_chat_running_on_a(replicas: Replicas) -> Non
 
 def test_a_cancel_sent_to_b_stops_a_run_executing_on_a(replicas: Replicas) -> None:
     workflow_id = replicas.workflow()
-    replicas.model_server.script([TextReply(ANSWER)])
+    replicas.model_server.script([TextReply(ANSWER, delay=30)])  # the llm node waits 30 s
     started = replicas.coze(replicas.a).workflows.runs.create(
         workflow_id=workflow_id, parameters={"topic": "rivers"}, is_async=True
     )
@@ -281,10 +281,12 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
     )
     try:
         bot_id, workflow_id = pair.bot(), pair.workflow()
-        model_server.script([TextReply(ANSWER), TextReply(ANSWER)])
+        model_server.script([TextReply(ANSWER, delay=30), TextReply(ANSWER)])
         run = pair.coze(pair.a).workflows.runs.create(
             workflow_id=workflow_id, parameters={"topic": "rivers"}, is_async=True
         )
+        while not model_server.requests:  # the run's llm node waits for its answer on A
+            time.sleep(0.02)
         chat, streamed, seen = start_chat(pair.coze(pair.a), bot_id, 60)
         # long enough for a few partial writes, and for B to see the chat alive
         time.sleep(4 * LOST_AFTER_S * 0.6 / 3)
