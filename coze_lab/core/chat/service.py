@@ -382,12 +382,16 @@ class ChatService:
     async def close(self) -> None:
         if self._recovery is not None:
             self._recovery.cancel()
-        for task in list(self._loggers):
-            task.cancel()
         for task in list(self._tasks.values()):
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        # the chats' last events (their failure, done) reach the log for other replicas
+        loggers = list(self._loggers)
+        if loggers:
+            await asyncio.wait(loggers, timeout=2.0)
+        for task in loggers:
+            task.cancel()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
