@@ -462,7 +462,7 @@ class ChatService:
             closed = channel.closed
             batch = channel.events[saved:]
             if batch:
-                rows = [e.to_dict() for e in batch]
+                rows = ev.pack([e.to_dict() for e in batch])
                 ok = await asyncio.to_thread(
                     self.store.append_events, chat_id, channel.base + saved + 1, rows
                 )

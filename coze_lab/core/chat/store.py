@@ -261,9 +261,11 @@ class ChatStore:
                 .where(ChatEventBatch.chat_id == chat_id, ChatEventBatch.seq > after)
                 .order_by(ChatEventBatch.seq)
             ).all()
+        from coze_lab.core.chat.events import unpack
+
         out = []
         for row in rows:
-            for offset, event in enumerate(row.events):
+            for offset, event in enumerate(unpack(row.events)):
                 seq = row.first_seq + offset
                 if seq > after:
                     out.append((seq, event))
