@@ -246,8 +246,6 @@ class ChatService:
         task = self._tasks.get(chat_id)
         if task is not None:
             task.cancel()
-        elif self.signals.shared:  # running on another replica, perhaps: stop it there
-            self.signals.publish(f"cancel-chat:{chat_id}")
         return info
 
     def _canceled_elsewhere(self, chat_id: str) -> None:

@@ -292,6 +292,8 @@ class ChatStore:
                 raise NotCancelable(
                     f"chat {chat_id} cannot be canceled: it is {row.status if row else 'gone'}"
                 )
+            # the replica running it stops it at once (a NOTIFY sent with this commit)
+            self.signals.notify(session.connection(), f"cancel-chat:{chat_id}")
             return _info(row)
 
     def info(self, chat_id: int) -> ChatInfo | None:
