@@ -16,6 +16,7 @@ from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import (
@@ -460,7 +461,7 @@ class ChatService:
             closed = channel.closed
             batch = channel.events[saved:]
             if batch:
-                rows = ev.pack([e.to_dict() for e in batch])
+                rows = pack([e.to_dict() for e in batch])
                 ok = await asyncio.to_thread(
                     self.store.append_events, chat_id, channel.base + saved + 1, rows
                 )

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from coze_lab.core.chat.log import unpack
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import (
     ConversationInfo,
@@ -261,8 +262,6 @@ class ChatStore:
                 .where(ChatEventBatch.chat_id == chat_id, ChatEventBatch.seq > after)
                 .order_by(ChatEventBatch.seq)
             ).all()
-        from coze_lab.core.chat.events import unpack
-
         out = []
         for row in rows:
             for offset, event in enumerate(unpack(row.events)):
