@@ -48,6 +48,10 @@ class Runtime:
         self.clock = clock
         config.data_path.mkdir(parents=True, exist_ok=True)
         self.db = Database(config.database_url)
+        from coze_lab.store.signals import Signals
+
+        #: wake-ups between replicas: PostgreSQL LISTEN/NOTIFY (this process elsewhere)
+        self.signals = Signals(self.db)
         self.identity = IdentityService(self.db, clock=clock)
         self.spaces = SpaceService(self.db, clock=clock)
         self.tokens = TokenService(self.db, clock=clock)
@@ -76,7 +80,7 @@ class Runtime:
         self.conversations = ConversationService(
             self.db, clock=clock, check_file=self.files.retrieve, limits=self.limits
         )
-        self.chat_store = ChatStore(self.db, self.conversations, clock=clock)
+        self.chat_store = ChatStore(self.db, self.conversations, clock=clock, signals=self.signals)
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)
@@ -111,6 +115,7 @@ class Runtime:
         server died are failed visibly, and ``public_url`` (where users reach this server)
         is set unless configured."""
         self.public_url = self.public_url or public_url
+        self.signals.start()
         self.engine.start_recovery_loop()
         self.chats.start_recovery_loop()
 
@@ -205,6 +210,7 @@ class Runtime:
                     interrupt_ttl=timedelta(seconds=self.config.interrupt_ttl_s),
                     recover_every_s=max(self.config.workflow_lease_s / 2, 0.2),
                 ),
+                signals=self.signals,
             )
         return self._engine
 
@@ -296,6 +302,7 @@ class Runtime:
         }
 
     async def close(self) -> None:
+        await self.signals.close()
         if self._chats is not None:
             await self._chats.close()
         if self._chatflows is not None:

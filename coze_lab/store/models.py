@@ -330,6 +330,25 @@ class Chat(Base):
     )
 
 
+class ChatEventBatch(Base):
+    """Events a chat streamed, ``first_seq`` .. ``seq`` (numbered per chat from 1), written
+    together: a client re-attaches from any replica with ``Last-Event-ID``."""
+
+    __tablename__ = "chat_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    chat_id: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    first_seq: Mapped[int]
+    seq: Mapped[int]
+    events: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ux_chat_events_chat_seq", "chat_id", "seq", unique=True),
+        Index("ux_chat_events_chat_first", "chat_id", "first_seq", unique=True),
+    )
+
+
 class Message(Base):
     """A message of a conversation, in the section that was current when it was written."""
 

@@ -32,6 +32,7 @@ from coze_lab.web.handlers.bots import (
     StudioBotPublishHandler,
     StudioBotsHandler,
     StudioChatCancelHandler,
+    StudioChatEventsHandler,
     StudioChatToolOutputsHandler,
     StudioConversationClearHandler,
     StudioConversationMessagesHandler,
@@ -39,6 +40,7 @@ from coze_lab.web.handlers.bots import (
 )
 from coze_lab.web.handlers.chat import (
     ChatCancelHandler,
+    ChatEventsHandler,
     ChatHandler,
     ChatMessagesHandler,
     ChatRetrieveHandler,
@@ -916,6 +918,22 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
+        "/v3/chat/events",
+        ChatEventsHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "get",
+                "Re-attach to a chat's stream from any replica (SSE with ids; "
+                "Last-Event-ID or after replays)",
+                "chat",
+                query=(*s.CHAT_Q, ("after", "integer", False)),
+                stream=True,
+            ),
+        ),
+    ),
+    Route(
         "/v3/chat/message/list",
         ChatMessagesHandler,
         COZE,
@@ -1330,6 +1348,20 @@ ROUTES: tuple[Route, ...] = (
         StudioConversationClearHandler,
         STUDIO,
         ops=(Op("post", "Clear a Playground conversation's context", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/chats/{chat_id}/events",
+        StudioChatEventsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Re-attach to a Playground chat's stream (SSE; Last-Event-ID replays)",
+                "studio",
+                query=(("conversation_id", "string", False), ("after", "integer", False)),
+                stream=True,
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/chats/{chat_id}/cancel",

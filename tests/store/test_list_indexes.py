@@ -367,6 +367,7 @@ def list_queries(db: Database, ids: dict[str, Any]) -> dict[str, Callable[[], An
             user, conversation["connector_id"], conversation["id"], before_id=middle
         ),
         "chat messages": lambda: ChatStore(db, conversations).messages(ids["chat"]),
+        "chat events (re-attach)": lambda: ChatStore(db, conversations).events(ids["chat"], 0),
         "lost chats (sweep)": lambda: ChatStore(db, conversations).fail_stale(
             NOW - timedelta(days=400)
         ),

@@ -481,6 +481,38 @@ def chat_in_the_frame(page: Page) -> None:
         shot(page, "web_sdk_embed.png")
 
 
+def test_the_web_sdk_page_reattaches_to_a_running_chat_after_a_reload(
+    page: Page, lab: Lab, model: ModelServer
+) -> None:
+    """A reload mid-answer: the question and the answer come back and the answer goes on
+    to its end (GET v3/chat/events replays the persisted events, then follows live)."""
+    bot_id, token = publish_bot_with_web_token(lab, "Patient helper")
+    words = " ".join(f"word{i}" for i in range(80))
+    model.chunk_delay = 0.05  # a 4 s answer
+    model.script([TextReply(words)])
+    try:
+        page.goto(f"{lab.url}coze_lab/sdk/chat?bot_id={bot_id}#token={token}")
+        page.get_by_test_id("sdk-input").fill("Tell me everything")
+        page.get_by_test_id("sdk-send").click()
+        expect(page.get_by_test_id("sdk-assistant").last).to_contain_text(
+            "word3 ", timeout=UI_TIMEOUT_MS
+        )
+        page.reload()
+        expect(page.get_by_test_id("sdk-user").last).to_have_text("Tell me everything")
+        expect(page.get_by_test_id("sdk-assistant").last).to_have_text(words, timeout=UI_TIMEOUT_MS)
+        expect(page.get_by_test_id("sdk-error")).to_be_hidden()
+        assert len(model.requests) and model.requests[-1]["messages"][-1]["content"] == (
+            "Tell me everything"
+        )
+        # once the stream has ended, a reload re-attaches to nothing
+        expect(page.get_by_test_id("sdk-send")).to_be_enabled(timeout=UI_TIMEOUT_MS)
+        page.reload()
+        expect(page.get_by_test_id("sdk-title")).to_be_visible()
+        expect(page.get_by_test_id("sdk-assistant")).to_have_count(0)
+    finally:
+        model.chunk_delay = 0.0
+
+
 def test_the_web_sdk_page_refuses_a_token_without_the_binding(page: Page, lab: Lab) -> None:
     bot_id, _ = publish_bot_with_web_token(lab, "Guarded")
     api_token = studio(lab).create_token("api only", scopes=["files"])["token"]

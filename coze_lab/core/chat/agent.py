@@ -104,11 +104,15 @@ class AgentRun:
         persist: bool = True,
         written: asyncio.Event | None = None,
         heartbeat_s: float = HEARTBEAT_S,
+        poll_cancel: bool = True,
     ) -> None:
         self.chat = chat
         #: set once the first model request is on its way (or the run ended before sending
         #: one): a starting chat writes its rows then, while the model thinks
         self.requested = asyncio.Event()
+        #: look for a cancel in the database while streaming (without LISTEN/NOTIFY, a
+        #: cancel sent to another process reaches this chat only so)
+        self._poll_cancel = poll_cancel
         self._written = written
         self._heartbeat_s = heartbeat_s
         #: held while the keeper writes, and by every write that replaces a partial answer
@@ -480,7 +484,7 @@ class AgentRun:
 
     def _check_canceled(self, *, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._checked_at < CANCEL_POLL_S:
+        if not force and (not self._poll_cancel or now - self._checked_at < CANCEL_POLL_S):
             return
         self._checked_at = now
         if self._store.status(self.chat.id) == "canceled":

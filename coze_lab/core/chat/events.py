@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from typing import Any
 
 from coze_lab.core.chat.store import ChatInfo
 from coze_lab.core.conversations import MessageInfo
@@ -28,23 +30,74 @@ class ChatEvent:
     chat: ChatInfo | None = None
     message: MessageInfo | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The event as JSON-ready data (how ``chat_events`` keeps it).
+
+        Example:
+            >>> ChatEvent("done").to_dict()
+            {'event': 'done'}
+        """
+        out: dict[str, Any] = {"event": self.event}
+        if self.chat is not None:
+            out["chat"] = _plain(asdict(self.chat))
+        if self.message is not None:
+            out["message"] = _plain(asdict(self.message))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChatEvent:
+        """The event :meth:`to_dict` described.
+
+        Example:
+            >>> ChatEvent.from_dict({"event": "done"})
+            ChatEvent(event='done', chat=None, message=None)
+        """
+        chat = data.get("chat")
+        message = data.get("message")
+        return cls(
+            data["event"],
+            chat=None if chat is None else ChatInfo(**_dated(ChatInfo, chat)),
+            message=None if message is None else MessageInfo(**_dated(MessageInfo, message)),
+        )
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in values.items()}
+
+
+def _dated(kind: type, values: dict[str, Any]) -> dict[str, Any]:
+    known = {f.name for f in fields(kind)}
+    return {
+        k: datetime.fromisoformat(v) if k.endswith("_at") and isinstance(v, str) else v
+        for k, v in values.items()
+        if k in known
+    }
+
 
 class ChatChannel:
     """Every event of one running chat, for any number of followers (a follower that joins
     late sees everything from the start; one that leaves changes nothing for the chat)."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: int = 0) -> None:
+        #: the number of the event before the first one here (a continued chat's events
+        #: follow those of its earlier runs: numbers are per chat)
+        self.base = base
         self.events: list[ChatEvent] = []
         self.closed = False
         self._wake = asyncio.Event()
+        #: set when an event other than a delta arrives (the event log writes it at once)
+        self.urgent = asyncio.Event()
 
     def put(self, event: ChatEvent) -> None:
         self.events.append(event)
         self._wake.set()
+        if event.event != MESSAGE_DELTA:
+            self.urgent.set()
 
     def close(self) -> None:
         self.closed = True
         self._wake.set()
+        self.urgent.set()
 
     async def follow(self, idle_s: float | None = None) -> AsyncIterator[ChatEvent | None]:
         """The events in order; ``None`` after each ``idle_s`` without one (for keep-alives)."""

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
-from coze_lab.core.chat.agent import AgentRun, AgentState
+from coze_lab.core.chat import events as ev
+from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import (
@@ -41,6 +45,13 @@ log = logging.getLogger("coze_lab.chat")
 
 #: a chat whose server died is failed within this many seconds by default (chat_lost_after_s)
 LOST_AFTER_S = 30.0
+#: how often a follower of a chat running elsewhere looks at the database without a wake-up
+#: (PostgreSQL wakes it with NOTIFY; this is the safety net, and the only way on SQLite and
+#: MariaDB when another process runs the chat)
+FOLLOW_POLL_S = 1.0
+#: how long a follower waits for the last events of a chat that has ended before it says
+#: the end itself (its server died between the outcome and the events)
+END_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,10 @@ class ChatService:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._channels: dict[int, ChatChannel] = {}
         self._recovery: asyncio.Task[None] | None = None
+        self._loggers: set[asyncio.Task[None]] = set()
+        self.signals = store.signals
+        # a cancel sent to another replica stops the chat here (LISTEN/NOTIFY)
+        self.signals.on("cancel-chat", self._canceled_elsewhere)
 
     @property
     def registry(self) -> ModelRegistry:
@@ -216,7 +231,7 @@ class ChatService:
         self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
         tools = self._toolbox(owner_id, connector_id, state.config)
-        channel = ChatChannel()
+        channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
         self._launch(chat, state, tools, spec, channel, True)
@@ -246,6 +261,104 @@ class ChatService:
         ``/v3/chat/message/list``)."""
         chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
         return self.store.messages(chat.id)
+    def _canceled_elsewhere(self, chat_id: str) -> None:
+        task = self._tasks.get(int(chat_id))
+        if task is not None:
+            log.info("chat %s canceled on another replica", chat_id)
+            task.cancel()
+
+    def events(
+        self,
+        owner_id: int,
+        connector_id: str,
+        conversation_id: int | None,
+        chat_id: int,
+        after: int = 0,
+        idle_s: float | None = None,
+    ) -> AsyncIterator[tuple[int, ChatEvent] | None]:
+        """The owner's chat's events numbered after ``after`` (1 is the first event the
+        chat streamed), then live until ``done``, whichever replica runs it; ``None`` after
+        each ``idle_s`` without one (for keep-alives). NotFound at once for a chat that is
+        not the caller's, before anything streams."""
+        self.store.get(owner_id, connector_id, conversation_id, chat_id)
+        return self._follow(chat_id, after, idle_s)
+
+    async def _follow(
+        self, chat_id: int, after: int, idle_s: float | None
+    ) -> AsyncIterator[tuple[int, ChatEvent] | None]:
+        self.signals.bind()
+        last = after
+        ended_at: float | None = None
+        quiet_since = time.monotonic()
+        with self.signals.waiting(f"chat:{chat_id}") as wake:
+            while True:
+                channel = self._channels.get(chat_id)
+                if channel is not None and last >= channel.base:  # running here: memory
+                    index = last - channel.base
+                    async for item in channel.follow(idle_s=idle_s):
+                        if item is None:
+                            yield None
+                            continue
+                        index += 1
+                        if index <= last - channel.base:
+                            continue
+                        last = channel.base + index
+                        yield last, item
+                    return
+                wake.clear()
+                stored = self.store.events(chat_id, last)
+                for seq, data in stored:
+                    last = seq
+                    event = ChatEvent.from_dict(data)
+                    yield seq, event
+                    if event.event == ev.DONE and not self._continued(chat_id):
+                        return
+                if stored:
+                    ended_at, quiet_since = None, time.monotonic()
+                    continue
+                if chat_id in self._channels:
+                    continue  # it started here meanwhile (a continued chat)
+                status = self.store.status(chat_id)
+                if status is None:
+                    return
+                if status not in ("in_progress", "created"):
+                    # ended (or waits for tool outputs): its last events are on their way,
+                    # unless its server died in between; then the end is said from the row
+                    ended_at = ended_at or time.monotonic()
+                    if time.monotonic() - ended_at > END_GRACE_S:
+                        for item in self._ending(chat_id, last):
+                            yield item
+                        return
+                timeout = FOLLOW_POLL_S if not self.signals.shared else 5 * FOLLOW_POLL_S
+                if idle_s is not None:
+                    timeout = min(timeout, max(idle_s - (time.monotonic() - quiet_since), 0.01))
+                if ended_at is not None:
+                    timeout = min(timeout, END_GRACE_S / 4)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout)
+                if (
+                    idle_s is not None
+                    and not wake.is_set()
+                    and time.monotonic() - quiet_since >= idle_s
+                ):
+                    quiet_since = time.monotonic()
+                    yield None
+
+    def _continued(self, chat_id: int) -> bool:
+        """After a ``done``: the chat runs again (its tool outputs came), more follows."""
+        return chat_id in self._channels or self.store.status(chat_id) == "in_progress"
+
+    def _ending(self, chat_id: int, last: int) -> Iterator[tuple[int, ChatEvent]]:
+        info = self.store.info(chat_id)
+        name = {
+            "completed": ev.CHAT_COMPLETED,
+            "failed": ev.CHAT_FAILED,
+            "requires_action": ev.CHAT_REQUIRES_ACTION,
+        }.get(info.status if info is not None else "")
+        if name is not None:  # a canceled chat's stream just ends (Coze has no event)
+            last += 1
+            yield last, ChatEvent(name, chat=info)
+        yield last + 1, ChatEvent(ev.DONE)
 
     def channel(self, chat_id: int) -> ChatChannel | None:
         """The events of a chat running in this process (None when it is not)."""
@@ -260,7 +373,7 @@ class ChatService:
         """Fail chats left ``in_progress`` by a server that died (their heartbeat stopped);
         a client polling them sees ``failed`` with the reason instead of waiting forever,
         and the answer streamed before the end (kept as it streamed) as a partial answer."""
-        return self.store.fail_stale(self._clock() - timedelta(seconds=self._stale_s))
+        return len(self.store.fail_stale(self._clock() - timedelta(seconds=self._stale_s)))
 
     def start_recovery_loop(self, every_s: float | None = None) -> None:
         every_s = self.lost_after_s / 5 if every_s is None else every_s
@@ -284,6 +397,12 @@ class ChatService:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        # the chats' last events (their failure, done) reach the log for other replicas
+        loggers = list(self._loggers)
+        if loggers:
+            await asyncio.wait(loggers, timeout=2.0)
+        for task in loggers:
+            task.cancel()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -311,18 +430,60 @@ class ChatService:
             persist=persist,
             written=written,
             heartbeat_s=self._heartbeat_s,
+            poll_cancel=not self.signals.shared,
         )
-        task = asyncio.get_running_loop().create_task(run.run(), name=f"chat-{chat.id}")
+        loop = asyncio.get_running_loop()
+        self.signals.bind()
+        task = loop.create_task(run.run(), name=f"chat-{chat.id}")
         self._tasks[chat.id] = task
         self._channels[chat.id] = channel
+        logger = loop.create_task(self._log_events(chat.id, channel, written))
+        self._loggers.add(logger)
+        logger.add_done_callback(self._loggers.discard)
 
         def forget(_: asyncio.Task[None]) -> None:
             run.requested.set()  # a task canceled before it ran never sent a request
             self._tasks.pop(chat.id, None)
-            self._channels.pop(chat.id, None)
+            if logger.done():
+                self._channels.pop(chat.id, None)
+            else:  # followers here read memory until the log has everything
+                logger.add_done_callback(lambda _: self._channels.pop(chat.id, None))
 
         task.add_done_callback(forget)
         return run
+
+    async def _log_events(
+        self, chat_id: int, channel: ChatChannel, written: asyncio.Event | None
+    ) -> None:
+        """Write the chat's events to its log: every event that is not a delta at once,
+        deltas together at most every ``PARTIAL_SAVE_S`` (the write rate does not grow with
+        the token rate). Followers on other replicas read the log."""
+        while written is not None and not written.is_set():
+            if channel.closed:
+                return  # the chat's rows were never written: it did not start
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(written.wait(), 0.1)
+        saved = 0
+        while True:
+            if not channel.closed:
+                channel.urgent.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(channel.urgent.wait(), PARTIAL_SAVE_S)
+                # deltas that arrive together go out together
+                await asyncio.sleep(0)
+            closed = channel.closed
+            batch = channel.events[saved:]
+            if batch:
+                rows = pack([e.to_dict() for e in batch])
+                ok = await asyncio.to_thread(
+                    self.store.append_events, chat_id, channel.base + saved + 1, rows
+                )
+                if not ok:
+                    log.warning("chat %s: its event log was ended elsewhere", chat_id)
+                    return
+                saved += len(batch)
+            if closed and saved == len(channel.events):
+                return
 
     def _model(self, config: BotConfig) -> ModelSpec:
         return self.registry.resolve(config.model_id)

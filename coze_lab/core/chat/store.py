@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
+from coze_lab.core.chat.log import unpack
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import (
     ConversationInfo,
@@ -20,7 +22,8 @@ from coze_lab.core.conversations import (
 from coze_lab.core.errors import CozeLabError, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.models import Chat
+from coze_lab.store.models import Chat, ChatEventBatch
+from coze_lab.store.signals import Signals
 
 ACTIVE = ("created", "in_progress", "requires_action")
 FINAL = ("completed", "failed", "canceled")
@@ -99,11 +102,18 @@ class ChatStore:
     """The chats table: one row per agent run (messages go through ``conversations``)."""
 
     def __init__(
-        self, db: Database, conversations: ConversationService, *, clock: Clock = utcnow
+        self,
+        db: Database,
+        conversations: ConversationService,
+        *,
+        clock: Clock = utcnow,
+        signals: Signals | None = None,
     ) -> None:
         self.db = db
         self.conversations = conversations
         self._clock = clock
+        #: wakes the followers of a chat on every replica when its events are written
+        self.signals = signals or Signals(db)
 
     def prepare(
         self,
@@ -217,6 +227,55 @@ class ChatStore:
             row.updated_at = self._clock()
             return state
 
+    # ---- events ---------------------------------------------------------------------------
+    def append_events(self, chat_id: int, first_seq: int, events: list[dict[str, Any]]) -> bool:
+        """Write events ``first_seq`` .. ``first_seq + len(events) - 1`` of a chat as one row
+        and wake its followers; False when those numbers are taken (the chat was failed by
+        another replica meanwhile: this one no longer writes its events)."""
+        if not events:
+            return True
+        try:
+            with self.signals.sending() as send, self.db.write() as connection:
+                connection.execute(
+                    insert(ChatEventBatch),
+                    {
+                        "id": new_id(),
+                        "chat_id": chat_id,
+                        "first_seq": first_seq,
+                        "seq": first_seq + len(events) - 1,
+                        "events": events,
+                        "created_at": self._clock(),
+                    },
+                )
+                send(connection, f"chat:{chat_id}")
+        except IntegrityError:
+            return False
+        return True
+
+    def events(self, chat_id: int, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """The chat's stored events numbered after ``after``, in order."""
+        with self.db.read() as connection:
+            rows = connection.execute(
+                select(ChatEventBatch.first_seq, ChatEventBatch.events)
+                .where(ChatEventBatch.chat_id == chat_id, ChatEventBatch.seq > after)
+                .order_by(ChatEventBatch.seq)
+            ).all()
+        out = []
+        for row in rows:
+            for offset, event in enumerate(unpack(row.events)):
+                seq = row.first_seq + offset
+                if seq > after:
+                    out.append((seq, event))
+        return out
+
+    def last_seq(self, chat_id: int) -> int:
+        with self.db.read() as connection:
+            return connection.scalar(
+                select(func.coalesce(func.max(ChatEventBatch.seq), 0)).where(
+                    ChatEventBatch.chat_id == chat_id
+                )
+            )
+
     def cancel(self, chat_id: int) -> ChatInfo:
         now = self._clock()
         with self.db.transaction() as session:
@@ -230,7 +289,15 @@ class ChatStore:
                 raise NotCancelable(
                     f"chat {chat_id} cannot be canceled: it is {row.status if row else 'gone'}"
                 )
+            # the replica running it stops it at once (a NOTIFY sent with this commit)
+            self.signals.notify(session.connection(), f"cancel-chat:{chat_id}")
             return _info(row)
+
+    def info(self, chat_id: int) -> ChatInfo | None:
+        """Any chat by id (the caller has checked who may see it)."""
+        with self.db.read() as connection:
+            row = connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).first()
+            return None if row is None else _info(row)
 
     def status(self, chat_id: int) -> str | None:
         with self.db.read() as connection:
@@ -266,25 +333,63 @@ class ChatStore:
                 .values(updated_at=self._clock())
             )
 
-    def fail_stale(self, before: datetime) -> int:
+    def fail_stale(self, before: datetime) -> list[ChatInfo]:
         """Fail the in-progress chats whose heartbeat stopped before ``before``; what they
-        streamed stays, as their partial answer."""
+        streamed stays, as their partial answer, and their event log ends with the failure
+        (a follower on any replica sees it)."""
         now = self._clock()
-        with self.db.write() as connection:
-            return connection.execute(
-                update(Chat)
-                .where(Chat.status == "in_progress", Chat.updated_at < before)
-                .values(
-                    status="failed",
-                    failed_at=now,
-                    updated_at=now,
-                    last_error={
-                        "code": 5000,
-                        "msg": "the server running this chat stopped; the answer so far is kept "
-                        "(marked partial); send the message again",
+        error = {
+            "code": 5000,
+            "msg": "the server running this chat stopped; the answer so far is kept "
+            "(marked partial); send the message again",
+        }
+        with self.db.read() as connection:
+            stale = connection.scalars(
+                select(Chat.id).where(Chat.status == "in_progress", Chat.updated_at < before)
+            ).all()
+        failed = []
+        for chat_id in stale:
+            with self.signals.sending() as send, self.db.write() as connection:
+                done = connection.execute(
+                    update(Chat)
+                    .where(
+                        Chat.id == chat_id, Chat.status == "in_progress", Chat.updated_at < before
+                    )
+                    .values(status="failed", failed_at=now, updated_at=now, last_error=error)
+                ).rowcount
+                if not done:
+                    continue
+                info = _info(
+                    connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).one()
+                )
+                last = connection.scalar(
+                    select(func.coalesce(func.max(ChatEventBatch.seq), 0)).where(
+                        ChatEventBatch.chat_id == chat_id
+                    )
+                )
+                connection.execute(
+                    insert(ChatEventBatch),
+                    {
+                        "id": new_id(),
+                        "chat_id": chat_id,
+                        "first_seq": last + 1,
+                        "seq": last + 2,
+                        "events": [
+                            {"event": "conversation.chat.failed", "chat": _plain_chat(info)},
+                            {"event": "done"},
+                        ],
+                        "created_at": now,
                     },
                 )
-            ).rowcount
+                send(connection, f"chat:{chat_id}")
+            failed.append(info)
+        return failed
+
+
+def _plain_chat(info: ChatInfo) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(info).items()}
 
 
 def _values(row: Any) -> dict[str, Any]:

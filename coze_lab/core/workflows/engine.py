@@ -41,6 +41,7 @@ from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
 from coze_lab.core.workflows.template import MissingValue, bind_sql, render
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
+from coze_lab.store.signals import Signals
 
 log = logging.getLogger("coze_lab.workflows")
 
@@ -260,8 +261,13 @@ class Engine:
         tables: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
+        signals: Signals | None = None,
     ) -> None:
         self.store = RunStore(db, clock=clock)
+        #: wake-ups between replicas (PostgreSQL LISTEN/NOTIFY): run events, cancels
+        self.signals = signals or Signals(db)
+        self.store.signals = self.signals
+        self.signals.on("cancel-run", self._canceled_elsewhere)
         self.code_runner = code_runner
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
@@ -404,6 +410,13 @@ class Engine:
             await self._event(run_id, ev.CANCELED, {})
         return canceled
 
+    def _canceled_elsewhere(self, run_id: str) -> None:
+        """A cancel committed by any replica stops the run here at once."""
+        task = self._tasks.get(int(run_id))
+        if task is not None and not task.done():
+            log.info("run %s canceled (signal)", run_id)
+            task.cancel()
+
     async def wait(self, run_id: int) -> RunInfo:
         """Wait for the run's current execution to stop (finished or interrupted)."""
         task = self._tasks.get(run_id)
@@ -423,31 +436,38 @@ class Engine:
     ) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
         """Every stored event after ``after``, then new ones until the run stops or pauses.
 
-        The database is the source of truth (a reconnecting client replays from its last id;
-        a run executing on another replica is followed by polling); the in-process queue
-        only wakes the reader early.
+        The database is the source of truth (a reconnecting client replays from its last id);
+        the in-process queue only wakes the reader early, and a run executing on another
+        replica wakes it with a PostgreSQL NOTIFY (elsewhere it is followed by polling).
         """
+        self.signals.bind()
         wake: asyncio.Queue[tuple[int, str, dict[str, Any]]] = asyncio.Queue()
         self._listeners.setdefault(run_id, []).append(wake)
         last = after
         try:
-            while True:
-                for item in self.store.events(run_id, last):
-                    last = item[0]
-                    yield item
-                    if item[1] in ev.TERMINAL and not self._resumed_since(run_id, item):
-                        return
-                if run_id in self._tasks:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(wake.get(), timeout=1.0)
-                    while not wake.empty():
-                        wake.get_nowait()
-                    continue
-                if self.store.get(run_id, nodes=False).status != "running":
+            with self.signals.waiting(f"run:{run_id}") as elsewhere:
+                while True:
                     for item in self.store.events(run_id, last):
+                        last = item[0]
                         yield item
-                    return
-                await asyncio.sleep(0.1)  # executing elsewhere: follow the database
+                        if item[1] in ev.TERMINAL and not self._resumed_since(run_id, item):
+                            return
+                    if run_id in self._tasks:
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(wake.get(), timeout=1.0)
+                        while not wake.empty():
+                            wake.get_nowait()
+                        continue
+                    if self.store.get(run_id, nodes=False).status != "running":
+                        for item in self.store.events(run_id, last):
+                            yield item
+                        return
+                    if not self.signals.shared:  # executing in another process: poll
+                        await asyncio.sleep(0.1)
+                        continue
+                    with contextlib.suppress(asyncio.TimeoutError):  # woken by its commits
+                        await asyncio.wait_for(elsewhere.wait(), timeout=5.0)
+                    elsewhere.clear()
         finally:
             self._listeners[run_id].remove(wake)
             if not self._listeners[run_id]:

@@ -20,6 +20,7 @@ from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
 from coze_lab.store.models import Interrupt, NodeRun, RunEvent, WorkflowRun
+from coze_lab.store.signals import Signals
 
 FINISHED = ("succeeded", "failed", "canceled")
 
@@ -141,6 +142,14 @@ class RunStore:
     def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
         self.db = db
         self.clock = clock
+        #: wakes followers and workers on other replicas (set by the engine)
+        self.signals: Signals | None = None
+
+    def _wake(self, conn: Any, topic: str) -> None:
+        """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
+        process the engine wakes its own followers)."""
+        if self.signals is not None:
+            self.signals.notify(conn, topic)
 
     # ---- runs ---------------------------------------------------------------------------
     def create(
@@ -347,6 +356,7 @@ class RunStore:
                         }
                     ],
                 )
+                self._wake(conn, f"run:{run_id}")
             return now
 
     def cancel(self, run_id: int, owner_id: int) -> bool:
@@ -383,6 +393,8 @@ class RunStore:
                 )
                 .values(status="canceled", resolved_at=now)
             )
+            # the replica executing it stops at once (LISTEN/NOTIFY), not at its next renewal
+            self._wake(session.connection(), f"cancel-run:{run_id}")
             return exists.status in ("running", "interrupted")
 
     # ---- nodes --------------------------------------------------------------------------
@@ -442,6 +454,8 @@ class RunStore:
                     for seq, event, data in events
                 ],
             )
+            if events:
+                self._wake(conn, f"run:{run_id}")
 
     def interrupt(self, event_id: int | str, owner_id: int) -> InterruptInfo:
         event_id = _event_id(event_id)
@@ -601,6 +615,7 @@ class RunStore:
                             created_at=self.clock(),
                         )
                     )
+                    self._wake(session.connection(), f"run:{run_id}")
                 return seq
             except IntegrityError:
                 continue

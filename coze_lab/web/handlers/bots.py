@@ -8,7 +8,7 @@ from coze_lab.core import connectors
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
-from coze_lab.web.handlers.chat import stream_chat
+from coze_lab.web.handlers.chat import stream_chat, stream_chat_events
 from coze_lab.web.params import int_value, optional_str_list
 from coze_lab.web.requests import (
     parse_bot_edit,
@@ -315,6 +315,22 @@ class StudioChatToolOutputsHandler(BotsArea):
             await stream_chat(self, handle)
         else:
             self.reply(serialize.chat(handle.chat))
+
+
+class StudioChatEventsHandler(BotsArea):
+    """GET: re-attach to a Playground chat's events (``Last-Event-ID`` or ``?after=``;
+    ``?conversation_id=`` optional), whichever replica runs it."""
+
+    async def get(self, chat_id: str) -> None:
+        user = self.studio_user()
+        raw = self.get_query_argument("conversation_id", None)
+        await stream_chat_events(
+            self,
+            user.id,
+            connectors.PLAYGROUND,
+            None if raw in (None, "") else parse_id(raw, "conversation_id"),
+            parse_id(chat_id, "chat_id"),
+        )
 
 
 class StudioChatCancelHandler(BotsArea):

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from tornado.iostream import StreamClosedError
+
 from coze_lab.core.chat import ChatEvent, ChatHandle
 from coze_lab.core.chat import events as ev
 from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
+from coze_lab.web.params import int_value
 from coze_lab.web.requests import parse_chat_request, parse_chatflow_request, parse_tool_outputs
-from coze_lab.web.sse import send_event, start_stream
+from coze_lab.web.sse import last_event_id, send_event, start_stream
 
 
 async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
@@ -35,6 +38,50 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
         ):
             return
     handler.finish()
+
+
+async def stream_chat_events(
+    handler: CozeHandler,
+    user_id: int,
+    connector_id: str,
+    conversation_id: int | None,
+    chat_id: int,
+) -> None:
+    """Re-attach to a chat (running on any replica, or finished): its events numbered after
+    ``Last-Event-ID`` (or ``?after=``), each with its ``id``, until ``done``."""
+    after = last_event_id(handler) or int_value(
+        handler.get_query_argument("after", None), "after", default=0, low=0, high=2**31
+    )
+    idle_s = handler.runtime.config.chat_keepalive_s
+    events = handler.runtime.chats.events(
+        user_id, connector_id, conversation_id, chat_id, after, idle_s=idle_s
+    )
+    start_stream(handler)
+    async for item in events:
+        if item is None:  # a keep-alive: an SSE comment (this stream is not cozepy's)
+            try:
+                handler.write(": ping\n\n")
+                await handler.flush()
+            except StreamClosedError:
+                return
+            continue
+        seq, event = item
+        if not await send_event(handler, seq, event.event, serialize.chat_event(event)):
+            return
+    handler.finish()
+
+
+class ChatEventsHandler(CozeHandler):
+    """GET /v3/chat/events: re-attach to a chat's stream from any replica."""
+
+    async def get(self) -> None:
+        await stream_chat_events(
+            self,
+            self.coze_user().id,
+            self.connector(),
+            parse_id(self.get_query_argument("conversation_id", None), "conversation_id"),
+            parse_id(self.get_query_argument("chat_id", None), "chat_id"),
+        )
 
 
 class ChatHandler(CozeHandler):

@@ -2,7 +2,8 @@
 // a personal access token bound to that connector. Coze's /v3/chat, streamed with fetch().
 //   <base>coze_lab/sdk/chat?bot_id=...&title=...#token=pat_...
 // The token travels in the fragment (never sent to the server as part of a URL) and is
-// kept in sessionStorage; the conversation id in localStorage, per bot.
+// kept in sessionStorage; the conversation id in localStorage, per bot. A chat still
+// running when the page reloads is re-attached (GET v3/chat/events, from any replica).
 
 const query = new URLSearchParams(location.search);
 const botId = query.get("bot_id") || "";
@@ -11,6 +12,7 @@ const $ = (id) => document.getElementById(id);
 const tokenKey = `coze-lab-sdk-token:${botId}`;
 const conversationKey = `coze-lab-sdk-conversation:${botId}`;
 const userKey = "coze-lab-sdk-user";
+const runningKey = `coze-lab-sdk-running:${botId}`;
 
 // Storage may be refused in a third-party frame (the embed): fall back to memory.
 function storage(kind) {
@@ -140,6 +142,83 @@ async function* events(response) {
   }
 }
 
+// Render a chat's events (a /v3/chat stream, or a re-attached /v3/chat/events stream).
+async function show(response, answers, question) {
+  for await (const { event, data } of events(response)) {
+    if (event === "conversation.chat.created") {
+      chatId = data.id;
+      if (data.conversation_id) localStore.setItem(conversationKey, data.conversation_id);
+      sessionStore.setItem(
+        runningKey,
+        JSON.stringify({ chat_id: data.id, conversation_id: data.conversation_id, question }),
+      );
+    } else if (event === "conversation.message.delta" || event === "conversation.message.completed") {
+      if (data.role !== "assistant") continue;
+      if (data.type === "follow_up" && event.endsWith("completed")) {
+        const chip = document.createElement("button");
+        chip.className = "followup";
+        chip.textContent = data.content;
+        chip.onclick = () => ask(data.content);
+        $("log").append(chip);
+        continue;
+      }
+      if (data.type !== "answer") continue;
+      let node = answers.get(data.id);
+      if (!node) {
+        node = bubble("assistant", "");
+        node.classList.add("streaming");
+        node.dataset.raw = "";
+        answers.set(data.id, node);
+      }
+      node.dataset.raw = event.endsWith("completed") ? data.content : node.dataset.raw + data.content;
+      node.innerHTML = markdown(node.dataset.raw);
+      if (event.endsWith("completed")) node.classList.remove("streaming");
+      $("log").scrollTop = $("log").scrollHeight;
+    } else if (event === "conversation.chat.failed") {
+      showError((data.last_error && data.last_error.msg) || "The chat failed.");
+    } else if (event === "error") {
+      showError(data.msg || "Error");
+    } else if (event === "done") {
+      sessionStore.removeItem(runningKey); // the chat ended: nothing to re-attach to
+    }
+  }
+}
+
+// After a reload: the chat that was streaming goes on where it is (it ran on regardless).
+async function reattach() {
+  let running = null;
+  try {
+    running = JSON.parse(sessionStore.getItem(runningKey) || "null");
+  } catch {
+    running = null;
+  }
+  if (!running || !token) return;
+  streaming = true;
+  $("send").disabled = true;
+  bubble("user", running.question || "");
+  const answers = new Map();
+  try {
+    const params = new URLSearchParams({
+      conversation_id: running.conversation_id,
+      chat_id: running.chat_id,
+    });
+    const response = await fetch(`${api}v3/chat/events?${params}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    if (!response.ok) {
+      sessionStore.removeItem(runningKey);
+      return;
+    }
+    await show(response, answers, running.question);
+  } catch (error) {
+    showError(error.message || String(error));
+  } finally {
+    answers.forEach((node) => node.classList.remove("streaming"));
+    streaming = false;
+    $("send").disabled = false;
+  }
+}
+
 async function ask(text) {
   if (streaming || !text.trim()) return;
   if (!token) {
@@ -176,38 +255,7 @@ async function ask(text) {
       }
       throw new Error(body.msg ? `[${body.code}] ${body.msg}` : `HTTP ${response.status}`);
     }
-    for await (const { event, data } of events(response)) {
-      if (event === "conversation.chat.created") {
-        chatId = data.id;
-        if (data.conversation_id) localStore.setItem(conversationKey, data.conversation_id);
-      } else if (event === "conversation.message.delta" || event === "conversation.message.completed") {
-        if (data.role !== "assistant") continue;
-        if (data.type === "follow_up" && event.endsWith("completed")) {
-          const chip = document.createElement("button");
-          chip.className = "followup";
-          chip.textContent = data.content;
-          chip.onclick = () => ask(data.content);
-          $("log").append(chip);
-          continue;
-        }
-        if (data.type !== "answer") continue;
-        let node = answers.get(data.id);
-        if (!node) {
-          node = bubble("assistant", "");
-          node.classList.add("streaming");
-          node.dataset.raw = "";
-          answers.set(data.id, node);
-        }
-        node.dataset.raw = event.endsWith("completed") ? data.content : node.dataset.raw + data.content;
-        node.innerHTML = markdown(node.dataset.raw);
-        if (event.endsWith("completed")) node.classList.remove("streaming");
-        $("log").scrollTop = $("log").scrollHeight;
-      } else if (event === "conversation.chat.failed") {
-        showError((data.last_error && data.last_error.msg) || "The chat failed.");
-      } else if (event === "error") {
-        showError(data.msg || "Error");
-      }
-    }
+    await show(response, answers, text);
   } catch (error) {
     showError(error.message || String(error));
   } finally {
@@ -240,6 +288,7 @@ function start() {
       $("ask").requestSubmit();
     }
   });
+  reattach();
   $("reset").addEventListener("click", () => {
     localStore.removeItem(conversationKey);
     $("log").replaceChildren();
