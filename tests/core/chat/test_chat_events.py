@@ -14,7 +14,7 @@ from coze_lab.core.chat import ChatEvent
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, TextReply
-from coze_lab.web.requests import parse_chat_request
+from coze_lab.web.requests import parse_bot_edit, parse_chat_request
 from tests.support import FakeClock
 
 WORDS = [f"w{i}" for i in range(60)]
@@ -32,7 +32,9 @@ def _request(bot_id: int, text: str = "talk") -> object:
 
 def _bot(host: InProcessHost) -> int:
     user = host.user
-    return host.runtime.bots.create(user.id, user.workspace_id, {"name": "b"}).id
+    return host.runtime.bots.create(
+        user.id, user.workspace_id, parse_bot_edit({"name": "b"}, create=True)
+    ).id
 
 
 def _shape(event: ChatEvent) -> tuple:
@@ -135,7 +137,9 @@ def test_a_chat_running_on_one_replica_is_followed_from_another(
 def test_a_lost_chat_ends_its_log_with_the_failure(runtime: Runtime, clock: FakeClock) -> None:
     store = runtime.chat_store
     user = runtime.identity.ensure_user("alice")
-    bot = runtime.bots.create(user.id, user.workspace_id, {"name": "b"})
+    bot = runtime.bots.create(
+        user.id, user.workspace_id, parse_bot_edit({"name": "b"}, create=True)
+    )
     runtime.bots.publish(user.id, bot.id, ["1024"])
     conversation = runtime.conversations.create(user.id, "1024", bot_id=bot.id)
     new = store.prepare(
