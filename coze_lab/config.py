@@ -85,6 +85,11 @@ class CozeLab(Configurable):
         help="Seconds after which a chat whose server died is failed visibly (its answer so "
         "far kept, as it is written while streaming); any replica on the database does it.",
     ).tag(config=True)
+    chat_file_text_chars = Int(
+        50_000,
+        help="Characters of one uploaded file's text (txt, md, csv, pdf) a chat model is given; "
+        "longer text is cut with a notice saying so.",
+    ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
     )

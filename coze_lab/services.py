@@ -222,6 +222,7 @@ class Runtime:
         """The chat service of this runtime's event loop (created on first use)."""
         if self._chats is None:
             from coze_lab.core.chat import ChatService
+            from coze_lab.core.chat.attachments import Attachments
 
             self._chats = ChatService(
                 bots=self.bots,
@@ -234,6 +235,13 @@ class Runtime:
                 plugins=lambda: self.plugins,
                 clock=self.clock,
                 lost_after_s=self.config.chat_lost_after_s,
+                attachments=Attachments(
+                    lambda owner, file_id: (
+                        self.files.retrieve(owner, file_id),
+                        self.files.path_of(owner, file_id),
+                    ),
+                    max_text_chars=self.config.chat_file_text_chars,
+                ),
             )
         return self._chats
 

@@ -12,6 +12,7 @@ from typing import Any
 from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
 from coze_lab.core.chat.agent import AgentRun, AgentState
+from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -99,8 +100,11 @@ class ChatService:
         plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
         lost_after_s: float = LOST_AFTER_S,
+        attachments: Attachments | None = None,
     ) -> None:
         self.bots = bots
+        #: reads the files messages name into the model's context (None: placeholders only)
+        self.attachments = attachments
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -163,7 +167,10 @@ class ChatService:
         if resolved.config.response_format == "json":
             system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [_model_message(m) for m in [*history, *new_chat.messages]]
+        # an unreadable file of the new messages fails the chat here, before anything is
+        # written; one of the history becomes a notice
+        messages += [self._model_message(owner_id, m, strict=False) for m in history]
+        messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
         state = AgentState(messages=messages, config=resolved.config)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
@@ -181,6 +188,17 @@ class ChatService:
             raise
         written.set()
         return ChatHandle(chat, channel, new_chat.messages)
+
+    def _model_message(
+        self, owner_id: int, message: MessageInfo, *, strict: bool
+    ) -> dict[str, Any]:
+        if self.attachments is None:
+            content = model_content(message.content, message.content_type)
+        else:
+            content = self.attachments.content(
+                owner_id, message.content, message.content_type, strict=strict
+            )
+        return {"role": message.role, "content": content}
 
     async def submit_tool_outputs(
         self,
@@ -448,10 +466,6 @@ class ChatService:
 
 #: what a bot with ``response_format: json`` adds to its prompt
 JSON_INSTRUCTION = "Answer with one JSON object and nothing else."
-
-
-def _model_message(message: MessageInfo) -> dict[str, Any]:
-    return {"role": message.role, "content": model_content(message.content, message.content_type)}
 
 
 def _iso(moment: datetime) -> str:
