@@ -29,8 +29,9 @@ from coze_lab.core.ids import parse_id
 
 #: characters of one file's text a model gets by default (chat_file_text_chars)
 DEFAULT_TEXT_CHARS = 50_000
-#: images larger than this are described, not sent
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
+#: images larger than this are described, not sent (a chat waiting for tool outputs keeps
+#: its model messages, data URLs included, in one database row)
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown", "text/csv"})
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".csv"})
