@@ -223,6 +223,7 @@ class Runtime:
         if self._chats is None:
             from coze_lab.core.chat import ChatService
             from coze_lab.core.chat.attachments import Attachments
+            from coze_lab.core.workspace import WorkspaceRoot
 
             self._chats = ChatService(
                 bots=self.bots,
@@ -242,6 +243,7 @@ class Runtime:
                     ),
                     max_text_chars=self.config.chat_file_text_chars,
                 ),
+                workspaces=WorkspaceRoot(self.config.workspace_path),
             )
         return self._chats
 

@@ -119,3 +119,19 @@ def test_input_is_for_uploads_only(tmp_path: Path, ws: SessionWorkspace) -> None
     with pytest.raises(InvalidParameter):
         ws.add_input("sub/dir.txt", source)
     assert files_under(ws.root) == ["input", "output", "scratchpad"]
+
+
+def test_the_default_root_is_the_jupyter_root_else_the_data_dir(tmp_path: Path) -> None:
+    from traitlets import Unicode
+    from traitlets.config import Configurable
+
+    from coze_lab.config import CozeLab
+
+    class Server(Configurable):  # what CozeLab reads of its Jupyter ServerApp parent
+        root_dir = Unicode()
+
+    served = CozeLab(parent=Server(root_dir=str(tmp_path / "notebooks")), data_dir="/d")
+    assert served.workspace_path == tmp_path / "notebooks" / "coze_workspaces"
+    assert CozeLab(data_dir=str(tmp_path)).workspace_path == tmp_path / "coze_workspaces"
+    chosen = CozeLab(data_dir="/d", workspace_root=str(tmp_path / "ws"))
+    assert chosen.workspace_path == tmp_path / "ws"

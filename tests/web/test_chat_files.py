@@ -68,6 +68,9 @@ class Lab:
     def __init__(self, server: ServerProcess, token: str, space: str, tmp: Path) -> None:
         self.server, self.token, self.space, self.tmp = server, token, space, tmp
 
+    def workspace(self, conversation_id: str) -> Path:
+        return self.tmp / "server-data" / "coze_workspaces" / self.space / conversation_id
+
     def coze(self) -> Coze:
         return Coze(auth=TokenAuth(self.token), base_url=self.server.url)
 
@@ -174,6 +177,16 @@ def test_text_csv_markdown_and_pdf_text_reach_the_model(
     assert long_part.count("0123456789") == TEXT_CHARS // 10
     assert f"long.txt was cut: the model sees its first {TEXT_CHARS} characters only" in long_part
     assert "[file" not in seen  # no placeholder text
+    # the uploads landed in input/ of the conversation's workspace (under the data dir for
+    # coze-lab serve), byte for byte
+    inputs = lab.workspace(chat.chat.conversation_id) / "input"
+    assert sorted(p.name for p in inputs.iterdir()) == [
+        "long.txt",
+        "notes.md",
+        "report.pdf",
+        "sales.csv",
+    ]
+    assert (inputs / "sales.csv").read_bytes() == b"region,amount\nnorth,120\nsouth,80\n"
     # the next chat of the conversation reads the files again from its history
     model_server.script([TextReply("Still there.")])
     lab.coze().chat.create_and_poll(
@@ -237,3 +250,4 @@ def test_an_unreadable_pdf_fails_the_chat_clearly_and_writes_nothing(
     assert "broken.pdf" in (err.value.msg or "") and "not a readable PDF" in (err.value.msg or "")
     assert model_server.requests == []
     assert list(coze.conversations.messages.list(conversation_id=conversation.id)) == []
+    assert not lab.workspace(conversation.id).exists()

@@ -56,6 +56,10 @@ class Attachments:
         self._read = read
         self.max_text_chars = max_text_chars
 
+    def read(self, owner_id: int, file_id: int) -> tuple[FileInfo, Path]:
+        """The file's record and its path on disk (``NotFound`` unless the owner's)."""
+        return self._read(owner_id, file_id)
+
     def content(self, owner_id: int, content: str, content_type: str, *, strict: bool) -> Content:
         """The model content of one stored message; ``strict``: unreadable files raise."""
         if content_type != "object_string":
