@@ -47,6 +47,11 @@ class CozeLab(Configurable):
         "change per session (default: the OS user). JupyterHub names are used as they are."
     ).tag(config=True)
     auto_migrate = Bool(True, help="Upgrade the database schema on start.").tag(config=True)
+    workspace_root = Unicode(
+        help="Folder of the session workspaces (<space>/<session>/input, scratchpad, output). "
+        "Default: coze_workspaces under the Jupyter root (JupyterLab), under data_dir for "
+        "coze-lab serve."
+    ).tag(config=True)
     max_upload_bytes = Int(100 * MiB, help="Largest file accepted by /v1/files/upload.").tag(
         config=True
     )
@@ -84,6 +89,11 @@ class CozeLab(Configurable):
         30.0,
         help="Seconds after which a chat whose server died is failed visibly (its answer so "
         "far kept, as it is written while streaming); any replica on the database does it.",
+    ).tag(config=True)
+    chat_file_text_chars = Int(
+        50_000,
+        help="Characters of one uploaded file's text (txt, md, csv, pdf) a chat model is given; "
+        "longer text is cut with a notice saying so.",
     ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
@@ -212,6 +222,17 @@ class CozeLab(Configurable):
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir).expanduser()
+
+    @property
+    def workspace_path(self) -> Path:
+        """Where session workspaces live: ``workspace_root``, else ``coze_workspaces`` under
+        the Jupyter server's root (when this runs inside one) or under the data dir."""
+        if self.workspace_root:
+            return Path(self.workspace_root).expanduser()
+        jupyter_root = getattr(self.parent, "root_dir", None)
+        if isinstance(jupyter_root, str) and jupyter_root:
+            return Path(jupyter_root).expanduser() / "coze_workspaces"
+        return self.data_path / "coze_workspaces"
 
     def sandbox_settings(self) -> SandboxSettings:
         return SandboxSettings(

@@ -228,6 +228,8 @@ class Runtime:
         """The chat service of this runtime's event loop (created on first use)."""
         if self._chats is None:
             from coze_lab.core.chat import ChatService
+            from coze_lab.core.chat.attachments import Attachments
+            from coze_lab.core.workspace import WorkspaceRoot
 
             self._chats = ChatService(
                 bots=self.bots,
@@ -240,6 +242,14 @@ class Runtime:
                 plugins=lambda: self.plugins,
                 clock=self.clock,
                 lost_after_s=self.config.chat_lost_after_s,
+                attachments=Attachments(
+                    lambda owner, file_id: (
+                        self.files.retrieve(owner, file_id),
+                        self.files.path_of(owner, file_id),
+                    ),
+                    max_text_chars=self.config.chat_file_text_chars,
+                ),
+                workspaces=WorkspaceRoot(self.config.workspace_path),
             )
         return self._chats
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cozepy import AsyncCoze, AsyncTokenAuth, CozeAPIError
@@ -119,3 +120,10 @@ async def test_openapi_document_is_public(jp_fetch) -> None:
         jp_fetch, "coze_lab", "openapi.json", headers={"Authorization": ""}
     )
     assert status == 200 and body["openapi"].startswith("3.1")
+
+
+async def test_session_workspaces_live_under_the_jupyter_root(jp_serverapp, runtime_of) -> None:
+    # so JupyterLab's file browser shows input/, scratchpad/ and output/ of each session
+    expected = Path(jp_serverapp.root_dir) / "coze_workspaces"
+    assert runtime_of.config.workspace_path == expected
+    assert runtime_of.chats.workspaces.root == expected

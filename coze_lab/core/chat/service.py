@@ -15,6 +15,7 @@ from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
+from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
@@ -35,11 +36,12 @@ from coze_lab.core.conversations import (
     NewMessage,
     new_message,
 )
-from coze_lab.core.conversations.content import model_content
+from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.ids import new_id
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.core.workspace import WorkspaceRoot
 
 log = logging.getLogger("coze_lab.chat")
 
@@ -107,8 +109,14 @@ class ChatService:
         plugins: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
         lost_after_s: float = LOST_AFTER_S,
+        attachments: Attachments | None = None,
+        workspaces: WorkspaceRoot | None = None,
     ) -> None:
         self.bots = bots
+        #: reads the files messages name into the model's context (None: placeholders only)
+        self.attachments = attachments
+        #: files uploaded to a chat are copied to input/ of the conversation's workspace
+        self.workspaces = workspaces
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -175,7 +183,11 @@ class ChatService:
         if resolved.config.response_format == "json":
             system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-        messages += [_model_message(m) for m in [*history, *new_chat.messages]]
+        # an unreadable file of the new messages fails the chat here, before anything is
+        # written; one of the history becomes a notice
+        messages += [self._model_message(owner_id, m, strict=False) for m in history]
+        messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
+        await self._copy_inputs(owner_id, resolved.bot.workspace_id, conversation.id, request)
         state = AgentState(messages=messages, config=resolved.config)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
@@ -193,6 +205,39 @@ class ChatService:
             raise
         written.set()
         return ChatHandle(chat, channel, new_chat.messages)
+
+    async def _copy_inputs(
+        self, owner_id: int, space_id: int, conversation_id: int, request: ChatRequest
+    ) -> None:
+        """The files the request's messages name, copied to ``input/`` of the session."""
+        if self.workspaces is None or self.attachments is None:
+            return
+        ids = [i for m in request.messages for i in file_ids(m.content, m.content_type)]
+        uploads = [self.attachments.read(owner_id, file_id) for file_id in dict.fromkeys(ids)]
+        if not uploads:
+            return
+        workspaces = self.workspaces
+
+        def copy() -> None:
+            workspace = workspaces.session(space_id, conversation_id)
+            for info, path in uploads:
+                workspace.add_input(info.file_name, path)
+
+        try:
+            await asyncio.to_thread(copy)
+        except OSError as exc:  # the chat goes on: the model has the files' content anyway
+            log.warning("chat files not copied to workspace %s: %s", conversation_id, exc)
+
+    def _model_message(
+        self, owner_id: int, message: MessageInfo, *, strict: bool
+    ) -> dict[str, Any]:
+        if self.attachments is None:
+            content = model_content(message.content, message.content_type)
+        else:
+            content = self.attachments.content(
+                owner_id, message.content, message.content_type, strict=strict
+            )
+        return {"role": message.role, "content": content}
 
     async def submit_tool_outputs(
         self,
@@ -621,10 +666,6 @@ class ChatService:
 
 #: what a bot with ``response_format: json`` adds to its prompt
 JSON_INSTRUCTION = "Answer with one JSON object and nothing else."
-
-
-def _model_message(message: MessageInfo) -> dict[str, Any]:
-    return {"role": message.role, "content": model_content(message.content, message.content_type)}
 
 
 def _iso(moment: datetime) -> str:
