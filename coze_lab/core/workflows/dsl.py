@@ -403,6 +403,14 @@ def _definition(workflow: Workflow | dict[str, Any]) -> dict[str, Any]:
     return workflow.to_json() if isinstance(workflow, Workflow) else dict(workflow)
 
 
+def code_change(func: Callable[..., Any] | str) -> dict[str, Any]:
+    """A code node's new code, from a function (its source and name) or source text: the
+    ``code`` (and ``entry``) keys of a retry's node change."""
+    if isinstance(func, str):
+        return {"code": func}
+    return {"code": _function_source(func), "entry": func.__name__}
+
+
 def _function_source(func: Callable[..., Any]) -> str:
     try:
         source = textwrap.dedent(inspect.getsource(func))

@@ -130,6 +130,18 @@ class RunWidget(anywidget.AnyWidget):
         self._wake.set()
         return canceled
 
+    def retry(self, from_node: str | None = None, **changes: Any) -> RunWidget:
+        """Retry this failed or canceled run from ``from_node`` (default: the node it failed
+        on) as a new run, reusing the outputs of the nodes before it; keywords change that
+        node: ``run.retry(from_node="parse", code=fixed_parse)`` (a function or source),
+        ``prompt=...``, ``model=...``, ``inputs={...}``. Returns the new run's widget."""
+        from coze_lab.notebook.workflow import retry_changes
+
+        if from_node is None and changes:
+            from_node = (self.studio.run_info(self.run_id).get("error") or {}).get("node_id")
+        new_id = self.studio.retry(self.run_id, from_node, retry_changes(from_node, changes))
+        return RunWidget(new_id, studio=self.studio)
+
     def wait(self, timeout: float | None = None) -> RunWidget:
         """Block until the run finishes or waits for a person (scripts and tests).
 
