@@ -167,7 +167,7 @@ class LocalRun:
         """Retry this failed or canceled run from ``from_node`` (default: the node it failed
         on) as a new run that reuses the outputs of the nodes before it, and wait for it;
         keywords change that node (``code=fixed_function``, ``prompt=...``)."""
-        from coze_lab.notebook.workflow import retry_changes
+        from coze_lab.core.workflows.dsl import retry_changes
 
         if from_node is None and changes:
             from_node = (self.info.error or {}).get("node_id")

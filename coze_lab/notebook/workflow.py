@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from coze_lab.core.workflows.dsl import Workflow as WorkflowDefinition
-from coze_lab.core.workflows.dsl import code_change
 
 
 class Workflow(WorkflowDefinition):
@@ -71,15 +70,3 @@ class Workflow(WorkflowDefinition):
         run_id = studio.start_run(saved["id"], inputs)
         return RunWidget(run_id, studio=studio, definition=definition)
 
-
-def retry_changes(from_node: str | None, changes: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``run.retry(from_node, code=fixed, prompt=...)``'s keywords as the ``node_changes`` of
-    the retry API: ``code`` may be a function (its source and name are sent)."""
-    if not changes:
-        return {}
-    if from_node is None:
-        raise TypeError("changing a node needs from_node=...: the node to run again")
-    change = dict(changes)
-    if "code" in change:
-        change.update(code_change(change.pop("code")))
-    return {from_node: change}

@@ -135,7 +135,7 @@ class RunWidget(anywidget.AnyWidget):
         on) as a new run, reusing the outputs of the nodes before it; keywords change that
         node: ``run.retry(from_node="parse", code=fixed_parse)`` (a function or source),
         ``prompt=...``, ``model=...``, ``inputs={...}``. Returns the new run's widget."""
-        from coze_lab.notebook.workflow import retry_changes
+        from coze_lab.core.workflows.dsl import retry_changes
 
         if from_node is None and changes:
             from_node = (self.studio.run_info(self.run_id).get("error") or {}).get("node_id")
