@@ -336,6 +336,18 @@ class StudioClient:
     def cancel(self, run_id: str | int) -> bool:
         return bool(self.request("POST", f"runs/{run_id}/cancel")["canceled"])
 
+    def retry(
+        self,
+        run_id: str | int,
+        from_node: str | None = None,
+        node_changes: dict[str, dict[str, Any]] | None = None,
+    ) -> str:
+        """Retry a failed or canceled run from a node as a new run; returns its id."""
+        body: dict[str, Any] = {"node_changes": node_changes or {}}
+        if from_node is not None:
+            body["from_node"] = from_node
+        return str(self.request("POST", f"runs/{run_id}/retry", body)["execute_id"])
+
     def pending(self, run_id: str | int | None = None) -> list[dict[str, Any]]:
         """Open questions across your runs (or one run's)."""
         return self.request("GET", "interrupts", run_id=run_id)["interrupts"]

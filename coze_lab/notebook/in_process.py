@@ -163,5 +163,29 @@ class LocalRun:
         self.__post_init__()
         return self
 
+    def retry(self, from_node: str | None = None, **changes: Any) -> LocalRun:
+        """Retry this failed or canceled run from ``from_node`` (default: the node it failed
+        on) as a new run that reuses the outputs of the nodes before it, and wait for it;
+        keywords change that node (``code=fixed_function``, ``prompt=...``)."""
+        from coze_lab.core.workflows.dsl import retry_changes
+
+        if from_node is None and changes:
+            from_node = (self.info.error or {}).get("node_id")
+        node_changes = retry_changes(from_node, changes)
+
+        async def again() -> RunInfo:
+            runs = self.host.runtime.runs
+            new_id = await runs.retry(
+                self.info.owner_id, self.info.id, from_node=from_node, node_changes=node_changes
+            )
+            return await runs.wait(new_id)
+
+        return LocalRun(self.host, self.host.call(again()))
+
+    @property
+    def retry_of(self) -> int | None:
+        """The run this one retries (None for a fresh run)."""
+        return self.info.retry_of
+
     def __repr__(self) -> str:
         return f"LocalRun(id={self.id}, status={self.status!r}, pending={len(self.pending)})"

@@ -142,6 +142,8 @@ class WorkflowRun(Base):
     )
     parent_node_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
     root_run_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
+    #: the run this one retries from a node (its upstream records were copied from it)
+    retry_of: Mapped[int | None] = mapped_column(nullable=True)
     definition: Mapped[dict] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
     inputs: Mapped[dict] = mapped_column(JSON)

@@ -210,6 +210,8 @@ def parse_chatflow_request(body: Mapping[str, Any]) -> ChatflowRequest:
         else parse_id(conversation_id, "conversation_id"),
         parameters=parameters,
     )
+
+
 def parse_playground_chat(body: dict[str, Any], bot_id: Any) -> ChatRequest:
     """The studio's chat body: ``{"message": "...", "conversation_id"?, ...}`` or
     ``additional_messages`` as in ``/v3/chat``; streamed unless it says ``"stream": false``."""
@@ -251,6 +253,18 @@ def parse_workflow_parameters(body: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(parameters, dict):
         raise InvalidParameter("parameters must be an object")
     return parameters
+
+
+def parse_retry(body: Mapping[str, Any]) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """A run's retry: ``from_node`` (default: the node it failed on) and ``node_changes``
+    ({node id: {key: value}})."""
+    from_node = body.get("from_node")
+    if from_node is not None and (not isinstance(from_node, str) or not from_node):
+        raise InvalidParameter("from_node must be a node id")
+    changes = body.get("node_changes") or {}
+    if not isinstance(changes, dict) or not all(isinstance(c, dict) for c in changes.values()):
+        raise InvalidParameter("node_changes must be an object of objects: {node id: changes}")
+    return from_node, changes
 
 
 def parse_plugin_source(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -80,6 +80,7 @@ from coze_lab.web.handlers.studio_workflows import (
     RunCancelHandler,
     RunEventsHandler,
     RunHandler,
+    RunRetryHandler,
     RunsHandler,
     WorkflowDraftRunHandler,
     WorkflowItemHandler,
@@ -1216,6 +1217,20 @@ ROUTES: tuple[Route, ...] = (
         RunCancelHandler,
         STUDIO,
         ops=(Op("post", "Stop a run", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/runs/{run_id}/retry",
+        RunRetryHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Retry a failed or canceled run from a node, reusing its upstream outputs",
+                "studio",
+                body=s.RETRY_BODY,
+                status=201,
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/runs/{run_id}/events",

@@ -99,6 +99,22 @@ RUN_BODY = {
         "workflow_version": {"type": ["string", "integer"], "description": "same as version"},
     },
 }
+RETRY_BODY = {
+    "type": "object",
+    "properties": {
+        "from_node": {
+            "type": "string",
+            "description": "the node to run again (default: the node the run failed on)",
+        },
+        "node_changes": {
+            "type": "object",
+            "description": "{node id: {key: value}}, the retried node only: 'inputs' and "
+            "'outputs' replace its bindings and outputs, other keys ('code', 'prompt', "
+            "'model', ...) replace those keys of its configuration",
+            "additionalProperties": {"type": "object"},
+        },
+    },
+}
 CREATOR = {
     "type": "object",
     "properties": {"id": ID, "name": {"type": "string"}},

@@ -221,6 +221,7 @@ def run(info: RunInfo) -> dict[str, Any]:
         "usage": info.usage,
         "created_at": to_unix(info.created_at),
         "finished_at": to_unix(info.finished_at),
+        "retry_of": None if info.retry_of is None else str(info.retry_of),
         "nodes": [node_record(r) for r in info.nodes.values()],
         "name": info.definition.get("name"),
         "definition": info.definition,

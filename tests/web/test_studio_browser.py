@@ -314,6 +314,15 @@ def test_the_run_widget_in_a_notebook(page: Page, lab: Lab) -> None:
     expect(failed.locator('[data-node="end"] .coze-run-sub')).to_have_text("end · not run")
     failed.scroll_into_view_if_needed()
     shot(page, "widget_failed.png")
+    # "Retry from divide": a new run in the same widget, reusing the start node's record
+    expect(failed.get_by_test_id("coze-run-retry")).to_have_text("Retry from divide")
+    first_run = failed.locator(".coze-run-header .coze-run-id").first.inner_text()
+    failed.get_by_test_id("coze-run-retry").click()
+    expect(failed.locator(".coze-run-header")).to_contain_text(
+        "retry of " + first_run, timeout=UI_TIMEOUT_MS
+    )
+    expect(failed).to_have_attribute("data-status", "failed", timeout=UI_TIMEOUT_MS)  # 1 / 0
+    expect(failed.locator('[data-node="start"]')).to_have_attribute("data-status", "succeeded")
 
     # 3. Cancel: the stopped node says so, the one after it never ran
     expect(canceled).to_have_attribute("data-status", "interrupted", timeout=UI_TIMEOUT_MS)

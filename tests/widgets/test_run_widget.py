@@ -183,3 +183,32 @@ def test_run_state_shows_the_outputs_once() -> None:
     # an answer template is text, not the outputs again: it stays a message
     state.apply(6, "message", {"node_id": "end", "content": "Shipped x."})
     assert state.messages[-1]["content"] == "Shipped x."
+
+
+def asks_the_model() -> cl.Workflow:
+    wf = cl.Workflow("widget_retry")
+    wf.inputs(topic=str)
+    wf.text("topic_line", template="Topic: {{start.topic}}")
+    wf.llm("answer", prompt="{{topic_line.output}}")
+    wf.end(answer="{{answer.output}}")
+    return wf
+
+
+def test_retry_from_the_page_follows_the_new_run(studio: Studio, served) -> None:
+    from coze_lab.testing.model_server import ErrorReply
+
+    served.model.script([ErrorReply(400, "the model refused")] * 3)
+    widget = studio.run(start(studio, asks_the_model(), topic="x")).wait(60)
+    assert widget.status == "failed" and widget.error["node_id"] == "answer"
+    old = widget.run_id
+    served.model.reset()
+    from_page(widget, {"type": "retry", "from_node": None})  # the "Retry from answer" button
+    assert widget.run_id != old and widget.retry_of == old
+    assert widget.wait(60).status == "succeeded", widget.error
+    assert len(served.model.requests) == 1  # the retried node only
+    assert studio.run_info(widget.run_id)["retry_of"] == old
+    assert studio.run_info(old)["status"] == "failed"  # the old run stays as it was
+    # a succeeded run cannot be retried: the widget says so, it does not raise
+    from_page(widget, {"type": "retry"})
+    assert "only a failed or canceled run" in widget.notice
+    widget.close()

@@ -403,6 +403,27 @@ def _definition(workflow: Workflow | dict[str, Any]) -> dict[str, Any]:
     return workflow.to_json() if isinstance(workflow, Workflow) else dict(workflow)
 
 
+def code_change(func: Callable[..., Any] | str) -> dict[str, Any]:
+    """A code node's new code, from a function (its source and name) or source text: the
+    ``code`` (and ``entry``) keys of a retry's node change."""
+    if isinstance(func, str):
+        return {"code": func}
+    return {"code": _function_source(func), "entry": func.__name__}
+
+
+def retry_changes(from_node: str | None, changes: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``run.retry(from_node, code=fixed, prompt=...)``'s keywords as the ``node_changes`` of
+    a retry: ``code`` may be a function (its source and name are sent)."""
+    if not changes:
+        return {}
+    if from_node is None:
+        raise TypeError("changing a node needs from_node=...: the node to run again")
+    change = dict(changes)
+    if "code" in change:
+        change.update(code_change(change.pop("code")))
+    return {from_node: change}
+
+
 def _function_source(func: Callable[..., Any]) -> str:
     try:
         source = textwrap.dedent(inspect.getsource(func))

@@ -302,15 +302,20 @@ class Engine:
         workflow_id: int | None = None,
         version: int | None = None,
         ignore_undeclared: bool = False,
+        retry_of: int | None = None,
+        seed: list[NodeWrite] | None = None,
+        notes: list[dict[str, Any]] | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
 
         Inputs the start node does not declare are refused (a typo is caught), or with
         ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
-        in the run's trace naming them.
+        in the run's trace naming them. A retry (``retry_of``) starts with the node records
+        ``seed`` already written: those nodes do not run again, their outputs are reused.
         """
         validate(spec)
-        notes: list[dict[str, Any]] = []
+        notes = list(notes or [])
+        seed = list(seed or [])
         if ignore_undeclared and isinstance(inputs, dict):
             declared = sorted(i.name for i in spec.inputs)
             ignored = sorted(set(inputs) - set(declared))
@@ -335,6 +340,8 @@ class Engine:
             lease_owner=self.worker,
             lease_s=self.settings.lease_s,
             notes=notes,
+            retry_of=retry_of,
+            seed=seed,
         )
         self._keep_spec(run_id, spec)
         now = self.clock()
@@ -354,6 +361,9 @@ class Engine:
                 created_at=now,
                 updated_at=now,
                 finished_at=None,
+                root_run_id=run_id,
+                retry_of=retry_of,
+                nodes={w.node_key: w.record() for w in seed},
             ),
             last_seq=len(notes),
         )

@@ -1,4 +1,5 @@
-"""The one door for workflow runs: start, resume, cancel, wait, events, get, list, pending.
+"""The one door for workflow runs: start, retry, resume, cancel, wait, events, get, list,
+pending.
 
 Every front door uses it: the Coze workflow API, the studio API, the notebook's in-process
 host, a bot's workflow tool and the plugin OAuth callback. It checks ownership and the
@@ -9,16 +10,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from coze_lab.core.errors import InvalidParameter
+from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.engine import Engine
 from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
-from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, RunInfo
+from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, NodeWrite, RunInfo
 from coze_lab.core.workflows.service import WorkflowService
-from coze_lab.core.workflows.spec import WorkflowSpec
+from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
 
 log = logging.getLogger("coze_lab.workflows")
 
@@ -90,6 +91,89 @@ class RunService:
             workflow_id=workflow_id,
             version=version,
             ignore_undeclared=ignore_undeclared,
+        )
+
+    async def retry(
+        self,
+        owner_id: int,
+        run_id: int,
+        *,
+        from_node: str | None = None,
+        node_changes: dict[str, dict[str, Any]] | None = None,
+    ) -> int:
+        """Retry a failed or canceled run from a node as a new run; return the new run's id.
+
+        ``from_node`` defaults to the node the run failed on. Every node that finished in the
+        old run and does not depend on ``from_node`` keeps its record and outputs (it is
+        not executed again: no model, code or plugin call); ``from_node`` and what follows
+        it run again. ``node_changes`` ({node id: {key: value}}) may change the retried node
+        only: ``inputs`` and ``outputs`` replace the node's bindings and declared outputs,
+        any other key (``code``, ``prompt``, ``model``, ``temperature``, ...) replaces
+        that key of its configuration. The new run names the old one in ``retry_of``.
+        """
+        old = self.engine.store.get(run_id, owner_id)
+        if old.parent_run_id is not None:
+            raise InvalidParameter(
+                f"run {run_id} was started by run {old.root}: retry that run instead"
+            )
+        if old.status not in ("failed", "canceled"):
+            raise Conflict(
+                f"run {run_id} is {old.status}: only a failed or canceled run can be retried"
+            )
+        spec = self.engine.spec_of(old)
+        known = [n.id for n in spec.nodes]
+        if from_node is None:
+            from_node = (old.error or {}).get("node_id")
+        elif from_node not in known:
+            raise InvalidParameter(
+                f"node '{from_node}' is not in run {run_id}; its nodes are {known}"
+            )
+        changes = dict(node_changes or {})
+        for node_id, change in changes.items():
+            if node_id != from_node:
+                raise InvalidParameter(
+                    f"only the retried node ({from_node or 'none: give from_node'}) "
+                    f"can be changed, not '{node_id}'"
+                )
+            if not isinstance(change, dict):
+                raise InvalidParameter(f"the changes to node '{node_id}' must be an object")
+        if from_node is not None and from_node in changes:
+            spec = _changed(spec, from_node, changes[from_node])
+        rerun = _downstream(spec, from_node) if from_node is not None else set()
+        seed = [
+            NodeWrite(
+                r.node_key,
+                r.node_id,
+                r.node_type,
+                r.status,
+                inputs=r.inputs,
+                outputs=r.outputs,
+                port=r.port,
+                usage=r.usage,
+                attempts=r.attempts,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+            )
+            for r in old.nodes.values()
+            if r.status in ("succeeded", "skipped") and r.node_id not in rerun
+        ]
+        note = {
+            "msg": f"retry of run {run_id}"
+            + (f" from node '{from_node}'" if from_node else "")
+            + f": {len(seed)} node records reused",
+            "retry_of": str(run_id),
+            "from_node": from_node,
+            "reused": sorted(w.node_key for w in seed),
+        }
+        return await self.engine.start(
+            owner_id,
+            spec,
+            old.inputs,
+            workflow_id=old.workflow_id,
+            version=old.version,
+            retry_of=old.id,
+            seed=seed,
+            notes=[note],
         )
 
     async def wait(self, run_id: int) -> RunInfo:
@@ -177,3 +261,36 @@ class RunService:
     def follow(self, run_id: int, after: int = 0) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
         """Events of a run the caller has just started or resumed (its owner is known)."""
         return self.engine.events(run_id, after)
+
+
+def _changed(spec: WorkflowSpec, node_id: str, change: dict[str, Any]) -> WorkflowSpec:
+    """``spec`` with one node's bindings, outputs or configuration keys replaced."""
+    nodes: list[NodeSpec] = []
+    for node in spec.nodes:
+        if node.id == node_id:
+            config = {**node.config, **{k: v for k, v in change.items() if k not in _OWN}}
+            inputs = change.get("inputs", node.inputs)
+            outputs = change.get("outputs", node.outputs)
+            if not isinstance(inputs, dict) or not isinstance(outputs, dict):
+                raise InvalidParameter(f"node '{node_id}': inputs and outputs must be objects")
+            node = replace(node, inputs=dict(inputs), outputs=dict(outputs), config=config)
+        nodes.append(node)
+    return replace(spec, nodes=tuple(nodes))
+
+
+#: keys of a node change that are not configuration keys
+_OWN = ("inputs", "outputs")
+
+
+def _downstream(spec: WorkflowSpec, node_id: str) -> set[str]:
+    """``node_id`` and every node reachable from it."""
+    children: dict[str, list[str]] = {}
+    for edge in spec.edges:
+        children.setdefault(edge.source, []).append(edge.target)
+    seen, queue = {node_id}, [node_id]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
+    return seen

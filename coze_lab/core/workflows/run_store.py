@@ -131,6 +131,8 @@ class RunInfo:
     parent_run_id: int | None = None
     parent_node_key: str | None = None
     root_run_id: int | None = None
+    #: the run this one retries from a node (None for a fresh run)
+    retry_of: int | None = None
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
 
     @property
@@ -164,9 +166,12 @@ class RunStore:
         lease_s: float = 30,
         parent: tuple[int, str, int] | None = None,
         notes: Sequence[dict[str, Any]] = (),
+        retry_of: int | None = None,
+        seed: Sequence[NodeWrite] = (),
     ) -> int:
         """A new running run; ``parent`` = (parent run, child key, root run) for child runs;
-        ``notes`` become its first events (``note``), written with it."""
+        ``notes`` become its first events (``note``), written with it. A retry names the run
+        it retries (``retry_of``) and starts with ``seed``, the node records it reuses."""
         now = self.clock()
         run_id = new_id()
         with self.db.write() as conn:
@@ -181,6 +186,7 @@ class RunStore:
                         "parent_run_id": parent[0] if parent else None,
                         "parent_node_key": parent[1] if parent else None,
                         "root_run_id": parent[2] if parent else run_id,
+                        "retry_of": retry_of,
                         "definition": definition,
                         "status": "running",
                         "inputs": inputs,
@@ -195,6 +201,7 @@ class RunStore:
                     }
                 ],
             )
+            _NODES.run(conn, [_node_row(run_id, n) for n in seed])
             if notes:
                 _EVENTS.run(
                     conn,
@@ -729,6 +736,7 @@ _RUN_FIELDS = (
     "parent_run_id",
     "parent_node_key",
     "root_run_id",
+    "retry_of",
 )
 _NODE_FIELDS = (
     "node_key",

@@ -51,6 +51,8 @@ class RunWidget(anywidget.AnyWidget):
     outputs = t.Any(None).tag(sync=True)
     error = t.Any(None).tag(sync=True)
     last_event = t.Int(0).tag(sync=True)
+    #: the run this widget's run retries ("" for a fresh run)
+    retry_of = t.Unicode("").tag(sync=True)
     #: a connection problem, shown above the graph ("" when all is well)
     notice = t.Unicode("").tag(sync=True)
     #: the Jupyter base path the page may call directly ("" when it cannot)
@@ -129,6 +131,18 @@ class RunWidget(anywidget.AnyWidget):
                 self._idle = False  # until the follower has seen the cancel
         self._wake.set()
         return canceled
+
+    def retry(self, from_node: str | None = None, **changes: Any) -> RunWidget:
+        """Retry this failed or canceled run from ``from_node`` (default: the node it failed
+        on) as a new run, reusing the outputs of the nodes before it; keywords change that
+        node: ``run.retry(from_node="parse", code=fixed_parse)`` (a function or source),
+        ``prompt=...``, ``model=...``, ``inputs={...}``. Returns the new run's widget."""
+        from coze_lab.core.workflows.dsl import retry_changes
+
+        if from_node is None and changes:
+            from_node = (self.studio.run_info(self.run_id).get("error") or {}).get("node_id")
+        new_id = self.studio.retry(self.run_id, from_node, retry_changes(from_node, changes))
+        return RunWidget(new_id, studio=self.studio)
 
     def wait(self, timeout: float | None = None) -> RunWidget:
         """Block until the run finishes or waits for a person (scripts and tests).
@@ -227,6 +241,30 @@ class RunWidget(anywidget.AnyWidget):
             self._push()
         self._wake.set()
 
+    def _retry_here(self, from_node: str | None) -> None:
+        """The page's "Retry" button: retry the run from ``from_node`` (default: the node it
+        failed on) and follow the new run in this widget (the old one stays on the server:
+        ``studio.run(old_id)``)."""
+        try:
+            new_id = self.studio.retry(self.run_id, from_node)
+        except StudioError as exc:
+            self.notice = f"cannot retry: {exc.msg}"
+            return
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(10)
+        with self._lock:
+            old = self.run_id
+            self._state = RunState(new_id)
+            self.run_id = new_id
+            self.retry_of = old
+            self._idle = False
+            self._push()
+        self._wake.clear()
+        self.follow()
+
     # ---- messages from the page ---------------------------------------------------------
     def _on_front_end_message(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
         kind = content.get("type")
@@ -236,6 +274,8 @@ class RunWidget(anywidget.AnyWidget):
                 self._answered(str(content["event_id"]))
             elif kind == "cancel":
                 self.cancel()
+            elif kind == "retry":
+                self._retry_here(content.get("from_node") or None)
             elif kind == "poke":
                 self._wake.set()
                 self.follow()

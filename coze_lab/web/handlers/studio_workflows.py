@@ -9,6 +9,7 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
+from coze_lab.web.requests import parse_retry
 from coze_lab.web.sse import last_event_id, send_event, start_stream
 
 
@@ -98,6 +99,18 @@ class RunCancelHandler(WorkflowsArea):
         user = self.studio_user()
         canceled = await self.runtime.runs.cancel(user.id, parse_id(run_id, "run_id"))
         self.reply({"canceled": canceled})
+
+
+class RunRetryHandler(WorkflowsArea):
+    """Retry a failed or canceled run from a node as a new run (``retry_of`` names the old)."""
+
+    async def post(self, run_id: str) -> None:
+        user = self.studio_user()
+        from_node, changes = parse_retry(self.json_body())
+        new_id = await self.runtime.runs.retry(
+            user.id, parse_id(run_id, "run_id"), from_node=from_node, node_changes=changes
+        )
+        self.reply({"execute_id": str(new_id), "retry_of": run_id}, status=201)
 
 
 class RunEventsHandler(WorkflowsArea):

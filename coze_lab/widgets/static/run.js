@@ -335,6 +335,23 @@ function render({ model, el }) {
           "Cancel"
         )
       : null;
+    const failedAt = (model.get("error") || {}).node_id;
+    const retry = ["failed", "canceled"].includes(status)
+      ? h(
+          "button",
+          {
+            class: "coze-button coze-small",
+            type: "button",
+            title: "a new run that reuses the outputs of the nodes before this one",
+            dataset: { testid: "coze-run-retry" },
+            onclick: () => model.send({ type: "retry", from_node: failedAt || null }),
+          },
+          failedAt ? `Retry from ${failedAt}` : "Retry"
+        )
+      : null;
+    const retryOf = model.get("retry_of")
+      ? h("span", { class: "coze-run-id" }, `retry of run ${model.get("retry_of")}`)
+      : null;
     header.replaceChildren(
       ...[
         h("span", { class: "coze-run-name" }, model.get("name") || "workflow"),
@@ -344,7 +361,9 @@ function render({ model, el }) {
         STATUS_LABEL[status] || status
       ),
         h("span", { class: "coze-run-id" }, `run ${model.get("run_id")}`),
+        retryOf,
         cancel,
+        retry,
       ].filter(Boolean) // replaceChildren would write a null as the text "null"
     );
     el.dataset.status = status;
@@ -412,6 +431,9 @@ function render({ model, el }) {
     drawResult();
   });
   model.on("change:name", drawHeader);
+  model.on("change:run_id", drawHeader);
+  model.on("change:retry_of", drawHeader);
+  model.on("change:error", drawHeader);
   model.on("change:notice", drawNotice);
   model.on("change:nodes", drawGraph);
   model.on("change:edges", drawGraph);

@@ -118,8 +118,40 @@ def patient_start(item: str):
 patient.question("ask", question="Approve {{patient_start.item}}?", on_timeout="branch")
 patient.text("approved", template="answered: {{ask.answer}}", after="ask")
 patient.text("defaulted", template="no answer; defaulted", after="ask:timeout")
-patient.node("aggregate", "outcome", inputs={"a": "{{approved.output}}",
-                                             "b": "{{defaulted.output}}"},
-             after=["approved", "defaulted"])
+patient.node(
+    "aggregate",
+    "outcome",
+    inputs={"a": "{{approved.output}}", "b": "{{defaulted.output}}"},
+    after=["approved", "defaulted"],
+)
 patient.end(outcome="{{outcome.output}}")
 PATIENT = patient
+
+# ---- a run whose third node fails (retry from the failed node) ----------------------------
+fragile = cl.Workflow("fragile_parse")
+
+
+@fragile.start
+def given(doc: str):
+    """A document."""
+
+
+fragile.llm("summarize", prompt="Summarize: {{given.doc}}")
+
+
+@fragile.code
+def measure(output: str) -> dict:
+    return {"chars": len(output)}
+
+
+@fragile.code
+def parse(output: str) -> dict:
+    return {"words": int(output)}  # fails: a summary is not a number
+
+
+fragile.end(words="{{parse.words}}", chars="{{measure.chars}}", summary="{{summarize.output}}")
+FRAGILE = fragile
+
+
+def parse_fixed(output: str) -> dict:
+    return {"words": len(output.split())}
