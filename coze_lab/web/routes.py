@@ -112,7 +112,7 @@ COZE, STUDIO, PUBLIC = "coze", "studio", "public"
 class Op:
     """One operation of a route: its method and what the API document says of it.
 
-    ``query`` lists ``(name, type, required)``; ``data`` is the schema of the envelope's
+    ``query`` lists ``(name, type or schema, required)``; ``data`` is the schema of the envelope's
     ``data``; ``status`` the success status; ``raw`` marks a body sent without the envelope.
     """
 
@@ -120,7 +120,7 @@ class Op:
     summary: str
     tag: str
     data: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
-    query: tuple[tuple[str, str, bool], ...] = ()
+    query: tuple[tuple[str, str | dict[str, Any], bool], ...] = ()
     body: dict[str, Any] | None = None
     multipart: bool = False
     stream: bool = False
@@ -213,7 +213,7 @@ ROUTES: tuple[Route, ...] = (
                         "total_count": {"type": "integer"},
                     },
                 },
-                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+                query=(("page_num", s.PAGE_NUM, False), ("page_size", s.between(1, 100), False)),
             ),
         ),
     ),
@@ -233,7 +233,7 @@ ROUTES: tuple[Route, ...] = (
                         "total_count": {"type": "integer"},
                     },
                 },
-                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+                query=(("page_num", s.PAGE_NUM, False), ("page_size", s.between(1, 50), False)),
             ),
             Op(
                 "post",
@@ -255,6 +255,7 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {
                         "users": {
                             "type": "array",
+                            "minItems": 1,
                             "maxItems": 20,
                             "items": {
                                 "type": "object",
@@ -282,7 +283,9 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["user_ids"],
-                    "properties": {"user_ids": {"type": "array", "maxItems": 5, "items": s.ID}},
+                    "properties": {
+                        "user_ids": {"type": "array", "minItems": 1, "maxItems": 5, "items": s.ID}
+                    },
                 },
             ),
         ),
@@ -396,14 +399,14 @@ ROUTES: tuple[Route, ...] = (
         BotCreateHandler,
         COZE,
         scope="bots",
-        ops=(Op("post", "Create a bot (draft)", "bots", data=s.BOT, body=s.BOT_BODY),),
+        ops=(Op("post", "Create a bot (draft)", "bots", data=s.BOT, body=s.BOT_CREATE_BODY),),
     ),
     Route(
         "/v1/bot/update",
         BotUpdateHandler,
         COZE,
         scope="bots",
-        ops=(Op("post", "Update a bot's draft", "bots", body=s.BOT_BODY),),
+        ops=(Op("post", "Update a bot's draft", "bots", body=s.BOT_UPDATE_BODY),),
     ),
     Route(
         "/v1/bot/publish",
@@ -418,7 +421,8 @@ ROUTES: tuple[Route, ...] = (
                 data=s.BOT,
                 body={
                     "type": "object",
-                    "properties": {"bot_id": s.ID, "connector_ids": {"type": "array"}},
+                    "required": ["bot_id"],
+                    "properties": {"bot_id": s.ID, "connector_ids": s.CONNECTOR_IDS},
                 },
             ),
         ),
@@ -450,10 +454,21 @@ ROUTES: tuple[Route, ...] = (
                 "bots",
                 query=(
                     ("workspace_id", "string", False),
-                    ("publish_status", "string", False),
+                    (
+                        "publish_status",
+                        {
+                            "enum": [
+                                "all",
+                                "published_online",
+                                "published_draft",
+                                "unpublished_draft",
+                            ]
+                        },
+                        False,
+                    ),
                     ("connector_id", "string", False),
-                    ("page_num", "integer", False),
-                    ("page_size", "integer", False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
                 ),
             ),
         ),
@@ -483,7 +498,11 @@ ROUTES: tuple[Route, ...] = (
                 "post",
                 "Stop serving a bot on a connector",
                 "bots",
-                body={"type": "object", "properties": {"connector_id": s.STR}},
+                body={
+                    "type": "object",
+                    "required": ["connector_id"],
+                    "properties": {"connector_id": {"enum": ["1024", "999"]}},
+                },
             ),
         ),
     ),
@@ -499,8 +518,8 @@ ROUTES: tuple[Route, ...] = (
                 "bots",
                 query=(
                     ("space_id", "string", True),
-                    ("page_index", "integer", False),
-                    ("page_size", "integer", False),
+                    ("page_index", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
                 ),
             ),
         ),
@@ -519,8 +538,8 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "properties": {
-                        "bot_id": s.OPTIONAL_ID,
-                        "messages": {"type": "array", "items": s.MESSAGE_IN},
+                        "bot_id": {"anyOf": [s.OPTIONAL_ID, {"enum": [0, None]}]},
+                        "messages": {"type": ["array", "null"], "items": s.MESSAGE_IN},
                     },
                 },
                 body_required=False,
@@ -546,9 +565,9 @@ ROUTES: tuple[Route, ...] = (
                 "conversations",
                 query=(
                     ("bot_id", "string", True),
-                    ("page_num", "integer", False),
-                    ("page_size", "integer", False),
-                    ("sort_order", "string", False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
+                    ("sort_order", {"enum": ["ASC", "DESC"]}, False),
                 ),
             ),
         ),
@@ -608,10 +627,10 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "properties": {
                         "order": {"enum": ["asc", "desc"]},
-                        "chat_id": s.STR,
-                        "before_id": s.STR,
-                        "after_id": s.STR,
-                        "limit": {"type": "integer"},
+                        "chat_id": s.ID_OR_EMPTY,
+                        "before_id": s.ID_OR_EMPTY,
+                        "after_id": s.ID_OR_EMPTY,
+                        "limit": s.between(1, 50),
                     },
                 },
             ),
@@ -698,7 +717,11 @@ ROUTES: tuple[Route, ...] = (
                 "Stop a running chat",
                 "chat",
                 data=s.CHAT,
-                body={"type": "object", "properties": {"conversation_id": s.ID, "chat_id": s.ID}},
+                body={
+                    "type": "object",
+                    "required": ["conversation_id", "chat_id"],
+                    "properties": {"conversation_id": s.ID, "chat_id": s.ID},
+                },
             ),
         ),
     ),
@@ -716,10 +739,8 @@ ROUTES: tuple[Route, ...] = (
                 query=s.CHAT_Q,
                 body={
                     "type": "object",
-                    "properties": {
-                        "tool_outputs": {"type": "array"},
-                        "stream": {"type": "boolean"},
-                    },
+                    "required": ["tool_outputs"],
+                    "properties": {"tool_outputs": s.TOOL_OUTPUTS, "stream": {"type": "boolean"}},
                 },
                 stream_when_asked=True,
             ),
@@ -747,7 +768,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Runs, chats and model tokens per user (hub admins only; counts, no content)",
                 "studio",
-                query=(("since", "integer", False),),
+                query=(("since", s.between(0, 2**40), False),),
                 data={
                     "type": "object",
                     "properties": {
@@ -790,7 +811,7 @@ ROUTES: tuple[Route, ...] = (
                 "Create a team space (you are its owner)",
                 "spaces",
                 data=s.SPACE,
-                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+                body={"type": "object", "required": ["name"], "properties": {"name": s.SPACE_NAME}},
                 status=201,
             ),
         ),
@@ -806,7 +827,7 @@ ROUTES: tuple[Route, ...] = (
                 "Rename a team space (owner, admins)",
                 "spaces",
                 data=s.SPACE,
-                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+                body={"type": "object", "required": ["name"], "properties": {"name": s.SPACE_NAME}},
             ),
             Op("delete", "Delete an empty team space (owner)", "spaces"),
         ),
@@ -836,7 +857,10 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["name"],
-                    "properties": {"name": s.STR, "role": {"enum": ["admin", "member"]}},
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "role": {"enum": ["admin", "member"]},
+                    },
                 },
                 status=201,
             ),
@@ -871,15 +895,17 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["name"],
                     "properties": {
-                        "name": {"type": "string", "maxLength": 100},
+                        "name": s.NAME,
                         "expires_in_days": {
                             "type": ["integer", "null"],
                             "minimum": 1,
                             "maximum": 3650,
                         },
                         "scopes": {
-                            "type": "array",
+                            "type": ["array", "null"],
+                            "minItems": 1,
                             "items": {"enum": ["chat", "workflow", "files", "bots"]},
+                            "description": "left out or null: every scope",
                         },
                         "connector_id": {"enum": ["1024", "999", None]},
                     },
@@ -948,7 +974,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Your runs, newest first",
                 "studio",
-                query=(("workflow_id", "string", False), ("limit", "integer", False)),
+                query=(("workflow_id", "string", False), ("limit", s.between(1, 100), False)),
             ),
         ),
     ),
@@ -973,7 +999,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Every event of a run (SSE; Last-Event-ID replays)",
                 "studio",
-                query=(("after", "integer", False),),
+                query=(("after", s.between(0, 2**31), False),),
                 stream=True,
             ),
         ),
@@ -1041,7 +1067,7 @@ ROUTES: tuple[Route, ...] = (
                 "Publish a bot",
                 "studio",
                 data=s.BOT,
-                body={"type": "object", "properties": {"connector_ids": {"type": "array"}}},
+                body={"type": "object", "properties": {"connector_ids": s.CONNECTOR_IDS}},
             ),
         ),
     ),
@@ -1057,7 +1083,7 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "properties": {
-                        "message": s.STR,
+                        "message": {"type": "string", "minLength": 1},
                         "conversation_id": s.ID,
                         "custom_variables": s.OBJ,
                         "stream": {"type": "boolean"},
@@ -1086,7 +1112,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "A Playground conversation's messages, oldest first",
                 "studio",
-                query=(("after_id", "string", False), ("limit", "integer", False)),
+                query=(("after_id", "string", False), ("limit", s.between(1, 50), False)),
             ),
         ),
     ),
@@ -1116,7 +1142,7 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "properties": {
                         "conversation_id": s.ID,
-                        "tool_outputs": {"type": "array"},
+                        "tool_outputs": s.TOOL_OUTPUTS,
                         "stream": {"type": "boolean"},
                     },
                     "required": ["conversation_id", "tool_outputs"],
@@ -1140,15 +1166,18 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["name", "fields"],
                     "properties": {
-                        "name": s.STR,
-                        "description": s.STR,
-                        "bot_id": s.ID,
+                        "name": s.IDENTIFIER,
+                        "description": {"type": ["string", "null"]},
+                        "bot_id": {**s.ID_OR_EMPTY, "type": ["string", "null"]},
                         "fields": {
                             "type": "array",
+                            "minItems": 1,
+                            "maxItems": 50,
                             "items": {
                                 "type": "object",
+                                "required": ["name"],
                                 "properties": {
-                                    "name": s.STR,
+                                    "name": s.FIELD_NAME,
                                     "type": {
                                         "enum": ["text", "number", "float", "boolean", "date"]
                                     },
@@ -1186,10 +1215,13 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {
                         "fields": {
                             "type": "array",
+                            "minItems": 1,
+                            "maxItems": 50,
                             "items": {
                                 "type": "object",
+                                "required": ["name"],
                                 "properties": {
-                                    "name": s.STR,
+                                    "name": s.FIELD_NAME,
                                     "type": {
                                         "enum": ["text", "number", "float", "boolean", "date"]
                                     },
@@ -1218,13 +1250,13 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Your rows",
                 "studio",
-                query=(("scene", "string", False), ("limit", "integer", False)),
+                query=(("scene", s.SCENE, False), ("limit", s.between(1, 1000), False)),
             ),
             Op(
                 "post",
                 "Add a row",
                 "studio",
-                body={"type": "object", "properties": {"values": s.OBJ, "scene": s.STR}},
+                body={"type": "object", "properties": {"values": s.OBJ, "scene": s.SCENE}},
                 status=201,
             ),
         ),
@@ -1265,7 +1297,7 @@ ROUTES: tuple[Route, ...] = (
                 "A plugin: draft, or the online version with scene=online",
                 "plugins",
                 data=s.PLUGIN,
-                query=(("scene", "string", False),),
+                query=(("scene", s.SCENE, False),),
             ),
             Op(
                 "put",
@@ -1295,7 +1327,13 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["credentials"],
-                    "properties": {"credentials": s.OBJ},
+                    "properties": {
+                        "credentials": {
+                            "type": "object",
+                            "minProperties": 1,
+                            "additionalProperties": {"type": "string", "minLength": 1},
+                        }
+                    },
                 },
             ),
             Op("delete", "Forget your credentials and OAuth authorization", "plugins"),
@@ -1323,7 +1361,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Recorded tool calls, newest first (no secrets)",
                 "plugins",
-                query=(("limit", "integer", False),),
+                query=(("limit", s.between(1, 100), False),),
             ),
         ),
     ),
@@ -1361,7 +1399,7 @@ ROUTES: tuple[Route, ...] = (
                 "Where OAuth providers send users back (checks the state)",
                 "plugins",
                 query=(
-                    ("state", "string", True),
+                    ("state", {"type": "string", "minLength": 1}, True),
                     ("code", "string", False),
                     ("error", "string", False),
                 ),

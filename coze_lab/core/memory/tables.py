@@ -121,7 +121,7 @@ def parse_fields(raw: Any) -> tuple[Field, ...]:
             )
         if name in seen:
             raise InvalidParameter(f"fields[{i}].name '{name}' is repeated")
-        if kind not in FIELD_TYPES:
+        if not isinstance(kind, str) or kind not in FIELD_TYPES:  # {} is unhashable: a 500
             raise InvalidParameter(f"fields[{i}].type must be one of {sorted(FIELD_TYPES)}")
         seen.add(name)
         description = item.get("description", "")

@@ -12,6 +12,8 @@ from coze_lab.web.params import int_value
 
 
 def _optional_id(value: Any, name: str) -> int | None:
+    if isinstance(value, bool):  # False == 0: not read as "absent"
+        raise InvalidParameter(f"{name} must be a numeric string")
     return None if value in (None, "", "0", 0) else parse_id(value, name)
 
 
@@ -19,8 +21,10 @@ class ConversationCreateHandler(CozeHandler):
     def post(self) -> None:
         user = self.coze_user()
         body = self.json_body()
-        messages = body.get("messages") or []
-        if not isinstance(messages, list):
+        messages = body.get("messages")
+        if messages is None:
+            messages = []
+        if not isinstance(messages, list):  # {} too (it was read as "no messages")
             raise InvalidParameter("messages must be a list")
         connector = self.connector()
         requested = body.get("connector_id")
