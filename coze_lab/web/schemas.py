@@ -248,7 +248,21 @@ BOT_BODY = {
         "workflow_id_list": OBJ,
         "plugin_id_list": OBJ,
         "onboarding_info": OBJ,
-        "variables": {"type": "array", "items": OBJ},
+        "variables": {
+            "type": "array",
+            "maxItems": 100,
+            "description": "each keyword once, none starting with `sys_`",
+            "items": {
+                "type": "object",
+                "required": ["keyword"],
+                "properties": {
+                    "keyword": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
+                    "default_value": STR,
+                    "description": STR,
+                    "enable": {"type": "boolean"},
+                },
+            },
+        },
         "functions": {"type": "array", "description": "client-side tools (requires_action)"},
     },
 }
@@ -289,7 +303,7 @@ PLUGIN_SOURCE = {
     "with every problem and its JSON pointer in `detail.problems`",
     "properties": {
         "openapi": {"type": ["string", "object"]},
-        "url": {"type": "string"},
+        "url": {"type": "string", "minLength": 1},
         "manifest": {"type": "object"},
         "server_url": {"type": "string"},
         "credentials": {"type": "object"},
