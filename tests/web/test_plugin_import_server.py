@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import httpx
+import psutil
 import pytest
 
 from coze_lab.config import CozeLab
@@ -70,3 +71,40 @@ def test_5000_operations_are_a_400_naming_the_limit(served) -> None:
     body = response.json()
     assert "5000 operations; the limit is 300 (setting: plugin_max_operations)" in body["msg"]
     assert body["detail"]["problems"][0]["pointer"] == "/paths"
+
+
+def test_sigterm_during_a_runaway_import_stops_the_server_and_its_readers(tmp_path) -> None:
+    """Review finding: at 30 levels the server froze at 4 GB and ignored SIGTERM. The
+    reading happens in a child process now: the server stops at once, and the reader and
+    its forked child go with it instead of reading on to their deadline."""
+    data_dir = tmp_path / "server-data"
+    url = sqlite_url(data_dir / "coze_lab.db")
+    runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=url))
+    runtime.start()
+    token = runtime.tokens.create(runtime.identity.ensure_user("alice").id, "alice")[1]
+    runtime.db.dispose()
+    env = {
+        "COZE_LAB_PLUGIN_MAX_SCHEMA_NODES": str(10**12),
+        "COZE_LAB_PLUGIN_IMPORT_TIMEOUT_S": "600",  # only SIGTERM can end this one early
+    }
+    server = ServerProcess(data_dir, url, env=env).start()
+    assert server.proc is not None
+    try:
+        threading.Thread(
+            target=lambda: import_plugin((server, token), fan_out(30)), daemon=True
+        ).start()
+        me = psutil.Process(server.proc.pid)
+        readers: list[psutil.Process] = []
+        for _ in range(600):  # the reader (a helper and the child it forked) at work
+            readers = me.children(recursive=True)
+            if len(readers) >= 2:
+                break
+            threading.Event().wait(0.05)
+        assert len(readers) >= 2, readers
+        assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        server.proc.terminate()
+        assert server.proc.wait(30) is not None  # not frozen: stopped
+        _, alive = psutil.wait_procs(readers, timeout=30)
+        assert not alive, alive  # nothing keeps reading (or holding memory) after the server
+    finally:
+        server.stop()
