@@ -45,7 +45,7 @@ SPACE_NAME = {
     "type": "string",
     "minLength": 1,
     "maxLength": 255,
-    "pattern": "^[^\\x00-\\x1f\\x7f]*$",
+    "pattern": "^[^\\x00-\\x1f]*$",
     "not": {"anyOf": [{"pattern": "^[0-9]+$"}, {"const": "personal"}]},
     "description": "not a number nor `personal` (they name spaces); no control characters",
 }

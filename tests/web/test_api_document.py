@@ -85,7 +85,8 @@ def test_ids_the_document_allows_are_ids_the_server_takes(api: Api) -> None:
         if p["name"] == "run_id"
     ]
     pattern = re.compile(path_id["pattern"])
-    for refused in ("0", "00", "-1", "9223372036854775808", "99999999999999999999", "1e3"):
+    refused_ids = ("0", "00", "01", "-1", "9000000000000000000", "9223372036854775807", "1e3")
+    for refused in (*refused_ids, "9223372036854775808", "99999999999999999999"):
         assert not pattern.search(refused), refused
         assert api.get(f"/coze_lab/api/runs/{refused}").status_code == 400
     for allowed in ("1", "7391234567890123456", "8999999999999999999"):

@@ -238,7 +238,7 @@ def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
         keyword = item.get("keyword")
-        if not isinstance(keyword, str) or not _KEYWORD.match(keyword):
+        if not isinstance(keyword, str) or not _KEYWORD.fullmatch(keyword):
             raise InvalidParameter(f"{where}.keyword must be an identifier")
         if keyword in seen or keyword.startswith("sys_"):
             raise InvalidParameter(f"{where}.keyword '{keyword}' is duplicated or reserved")
@@ -262,7 +262,7 @@ def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
         name = item.get("name")
-        if not isinstance(name, str) or not _FUNCTION_NAME.match(name) or name in seen:
+        if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name) or name in seen:
             raise InvalidParameter(f"{where}.name must be a unique function name")
         seen.add(name)
         description = limits.description(item.get("description", ""), f"{where}.description")
