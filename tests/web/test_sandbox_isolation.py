@@ -205,3 +205,46 @@ def test_finding_11_1_within_one_user_through_the_server_a_patch_is_detected_and
     # her warm runs go on after the last replacement
     for _ in range(3):
         assert run_workflow(mallory, ids["call_api"], {"key": KEY}) == {"api": "sk-", "n": 20}
+
+
+# state a run leaves where the checks do not look (a cache inside a module): it stays with
+# the interpreter, so it shows which runs share one
+STASH = (
+    "import re\n"
+    "def main(args):\n"
+    "    re._cache[('note', 0, 0)] = args.params['v']\n"
+    "    return {'out': {}}\n"
+)
+PEEK = "import re\ndef main(args):\n    return {'out': {'v': re._cache.get(('note', 0, 0))}}\n"
+
+
+def test_a_teammates_workflow_runs_apart_from_the_runners_own_workflows(
+    server: tuple[ServerProcess, Path], db_url: str
+) -> None:
+    """Code a teammate wrote (eve's workflow in a team space) runs in victor's interpreter
+    for that space, never in the one of victor's own workflows: what it leaves behind in
+    a place the checks do not see cannot reach his personal runs."""
+    process, data_dir = server
+    admin = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    eve, victor = admin.identity.ensure_user("eve"), admin.identity.ensure_user("victor")
+    team = admin.spaces.create(eve.id, "team")
+    admin.spaces.add_member(eve.id, team.id, "victor", "member")
+    ids: dict[str, int] = {}
+    for name, code, inputs, owner, space in (
+        ("stash", STASH, ["v"], eve, team.id),
+        ("team_peek", PEEK, [], eve, team.id),
+        ("my_peek", PEEK, [], victor, None),
+    ):
+        saved = admin.workflows.save(owner.id, code_workflow(name, code, inputs), space_id=space)
+        admin.workflows.publish(owner.id, saved.id)
+        ids[name] = saved.id
+    args = ["--data-dir", str(data_dir), "--database-url", db_url]
+    out = run_cli(*args, "pat", "create", "--user", "victor", "--name", "t")
+    assert out.returncode == 0, out.stderr
+    admin.db.dispose()
+    coze = Coze(auth=TokenAuth(out.stdout.strip().splitlines()[-1]), base_url=process.url)
+    assert run_workflow(coze, ids["my_peek"], {}) == {"v": None}  # his interpreter is warm
+    assert run_workflow(coze, ids["stash"], {"v": "from eve's code"}) == {}
+    assert run_workflow(coze, ids["my_peek"], {}) == {"v": None}  # not in his own runs
+    # the control: the note is there for the space's workflows (it is the same interpreter)
+    assert run_workflow(coze, ids["team_peek"], {}) == {"v": "from eve's code"}
