@@ -113,7 +113,9 @@ def test_object_string_content_is_checked(runtime: Runtime, conversations) -> No
 
 
 @pytest.mark.parametrize("content_type", [{}, [], 0, False])
-def test_a_content_type_that_is_not_a_name_is_refused_not_read_as_text(content_type: object) -> None:
+def test_a_content_type_that_is_not_a_name_is_refused_not_read_as_text(
+    content_type: object,
+) -> None:
     """schemathesis found ``"content_type": {}`` accepted as text (an empty value is falsy)."""
     from coze_lab.core.conversations.content import check_content
 
