@@ -149,6 +149,10 @@ USER = {
 
 OBJ = {"type": "object"}
 STR = {"type": "string"}
+#: an object a body may leave null (read as absent)
+OBJ_OR_NULL = {"type": ["object", "null"]}
+#: text a definition may leave null (read as empty)
+TEXT = {"type": ["string", "null"]}
 MESSAGE = {
     "type": "object",
     "properties": {
@@ -242,12 +246,12 @@ BOT_BODY = {
     "type": "object",
     "properties": {
         "name": NAME,
-        "description": STR,
-        "prompt_info": OBJ,
-        "model_info_config": OBJ,
-        "workflow_id_list": OBJ,
-        "plugin_id_list": OBJ,
-        "onboarding_info": OBJ,
+        "description": TEXT,
+        "prompt_info": OBJ_OR_NULL,
+        "model_info_config": OBJ_OR_NULL,
+        "workflow_id_list": OBJ_OR_NULL,
+        "plugin_id_list": OBJ_OR_NULL,
+        "onboarding_info": OBJ_OR_NULL,
         "variables": {
             "type": "array",
             "maxItems": 100,
@@ -257,13 +261,26 @@ BOT_BODY = {
                 "required": ["keyword"],
                 "properties": {
                     "keyword": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
-                    "default_value": STR,
-                    "description": STR,
+                    "default_value": TEXT,
+                    "description": TEXT,
                     "enable": {"type": "boolean"},
                 },
             },
         },
-        "functions": {"type": "array", "description": "client-side tools (requires_action)"},
+        "functions": {
+            "type": "array",
+            "maxItems": 64,
+            "description": "client-side tools (requires_action); each name once",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$"},
+                    "description": TEXT,
+                    "parameters": {"type": "object", "description": "a JSON schema of an object"},
+                },
+            },
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
