@@ -14,6 +14,7 @@ from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.limits import Limits
 from coze_lab.core.net import OutboundPolicy
+from coze_lab.core.plugins.importing import stop_readers
 from coze_lab.core.spaces import SpaceService
 from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
@@ -313,6 +314,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.signals.close()
+        stop_readers()  # a document being read must not hold up the shutdown
         if self._chats is not None:
             await self._chats.close()
         if self._chatflows is not None:

@@ -31,18 +31,35 @@ def new_id() -> int:
         return _last
 
 
+#: the largest id a client may name: ids are 1..MAX_ID, written without leading zeros, the
+#: pattern of the API document (``^([1-9][0-9]{0,17}|[1-8][0-9]{18})$``); ``new_id`` stays
+#: below it until about 2087
+MAX_ID = 9 * 10**18 - 1
+
+
 def parse_id(value: object, what: str = "id") -> int:
-    """Parse a client-supplied id (string or int); raise InvalidParameter when malformed."""
+    """Parse a client-supplied id (string or int); raise InvalidParameter when malformed.
+
+    Example:
+        >>> parse_id("7091990206871050740")
+        7091990206871050740
+    """
     from coze_lab.core.errors import InvalidParameter
 
     if isinstance(value, bool):
         raise InvalidParameter(f"{what} must be a numeric string")
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+    elif (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isdigit()
+        and len(value) <= 19
+        and (value == "0" or not value.startswith("0"))
+    ):
         number = int(value)
     else:
         raise InvalidParameter(f"{what} must be a numeric string")
-    if not 0 < number < 2**63:
+    if not 0 < number <= MAX_ID:
         raise InvalidParameter(f"{what} is out of range")
     return number

@@ -159,7 +159,7 @@ class TokenService:
         """
         if not raw:
             raise Unauthenticated("missing personal access token")
-        if not _TOKEN_SHAPE.match(raw):
+        if not _TOKEN_SHAPE.fullmatch(raw):
             raise Unauthenticated("malformed personal access token")
         digest = hash_token(raw)
         now = self._clock()

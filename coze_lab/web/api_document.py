@@ -71,9 +71,12 @@ def _operation(route: Route, op: Op) -> dict[str, Any]:
     elif op.raw:
         success = {"description": "success", "content": {op.content: {"schema": op.data}}}
     else:
+        data = op.data
+        if op.method == "delete" and data == {"type": "object"}:
+            data = {"type": ["object", "null"]}  # a deletion answers with no data
         envelope = {
             "type": "object",
-            "properties": {"code": {"const": 0}, "msg": {"type": "string"}, "data": op.data},
+            "properties": {"code": {"const": 0}, "msg": {"type": "string"}, "data": data},
             "required": ["code", "msg"],
         }
         if op.stream_when_asked:
@@ -141,16 +144,23 @@ def _operation(route: Route, op: Op) -> dict[str, Any]:
 
 
 #: path parameters that are names, not ids
-_NAMED = {"asset": {"type": "string"}, "node_execute_uuid": {"type": "string", "minLength": 1}}
+_NAMED = {
+    "asset": {"type": "string"},
+    "node_execute_uuid": {"type": "string", "minLength": 1},
+    "connector_id": {"enum": ["1024", "999"]},  # the API and the Web SDK
+}
 
 
 def _path_schema(name: str) -> dict[str, Any]:
     return _NAMED.get(name, ID)
 
 
-def _query_schema(name: str, kind: str, required: bool) -> dict[str, Any]:
+def _query_schema(name: str, kind: str | dict[str, Any], required: bool) -> dict[str, Any]:
     """Ids in the query are Coze ids (an optional one may be empty: read as absent); a
-    ``connector_id`` filter is any text (an unknown connector matches nothing)."""
+    ``connector_id`` filter is any text (an unknown connector matches nothing); a schema
+    given in the route table is used as it is."""
+    if isinstance(kind, dict):
+        return kind
     if kind == "string" and name.endswith("_id") and name != "connector_id":
         return ID if required else {"type": "string", "pattern": OPTIONAL_ID_PATTERN}
     return {"type": kind}

@@ -8,13 +8,14 @@ from coze_lab.core.errors import InvalidParameter
 
 
 def int_value(raw: Any, name: str, *, default: int, low: int, high: int) -> int:
-    """An integer within ``low..high`` from a query string or JSON value.
+    """An integer within ``low..high`` from a query string or JSON value (absent: the
+    default; an empty string is not an integer, as the API document says).
 
     Example:
         >>> int_value("3", "page_num", default=1, low=1, high=10)
         3
     """
-    if raw is None or raw == "":
+    if raw is None:
         return default
     if isinstance(raw, bool):
         raise InvalidParameter(f"{name} must be an integer")

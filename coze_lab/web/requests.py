@@ -78,8 +78,9 @@ def parse_message(raw: Any, where: str) -> NewMessage:
 
 def parse_initial_messages(raw: Any) -> list[NewMessage]:
     """The ``messages`` a new conversation starts with."""
-    raw = raw or []
-    if not isinstance(raw, list):
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):  # {} too (it was read as "no messages")
         raise InvalidParameter("messages must be a list")
     if len(raw) > MAX_INITIAL_MESSAGES:
         raise InvalidParameter(f"messages allows at most {MAX_INITIAL_MESSAGES} items")
@@ -124,8 +125,10 @@ def parse_message_edit(body: Mapping[str, Any]) -> MessageEdit:
     """A ``/v1/conversation/message/modify`` body: the fields it names change."""
     content_type = content = meta_data = None
     if "content_type" in body:
-        content_type = body["content_type"] or "text"
-        if content_type not in CONTENT_TYPES:
+        content_type = body["content_type"]
+        if content_type is None or content_type == "":
+            content_type = "text"
+        if not isinstance(content_type, str) or content_type not in CONTENT_TYPES:
             raise InvalidParameter(f"content_type must be one of {', '.join(CONTENT_TYPES)}")
     if "content" in body:
         content = body["content"]
@@ -440,7 +443,7 @@ def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
         keyword = item.get("keyword")
-        if not isinstance(keyword, str) or not _KEYWORD.match(keyword):
+        if not isinstance(keyword, str) or not _KEYWORD.fullmatch(keyword):
             raise InvalidParameter(f"{where}.keyword must be an identifier")
         if keyword in seen or keyword.startswith("sys_"):
             raise InvalidParameter(f"{where}.keyword '{keyword}' is duplicated or reserved")
@@ -464,7 +467,7 @@ def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"{where} must be an object")
         name = item.get("name")
-        if not isinstance(name, str) or not _FUNCTION_NAME.match(name) or name in seen:
+        if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name) or name in seen:
             raise InvalidParameter(f"{where}.name must be a unique function name")
         seen.add(name)
         description = limits.description(item.get("description", ""), f"{where}.description")

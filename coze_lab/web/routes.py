@@ -124,7 +124,7 @@ COZE, STUDIO, PUBLIC = "coze", "studio", "public"
 class Op:
     """One operation of a route: its method and what the API document says of it.
 
-    ``query`` lists ``(name, type, required)``; ``data`` is the schema of the envelope's
+    ``query`` lists ``(name, type or schema, required)``; ``data`` is the schema of the envelope's
     ``data``; ``status`` the success status; ``raw`` marks a body sent without the envelope.
     """
 
@@ -132,7 +132,7 @@ class Op:
     summary: str
     tag: str
     data: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
-    query: tuple[tuple[str, str, bool], ...] = ()
+    query: tuple[tuple[str, str | dict[str, Any], bool], ...] = ()
     body: dict[str, Any] | None = None
     multipart: bool = False
     stream: bool = False
@@ -225,7 +225,7 @@ ROUTES: tuple[Route, ...] = (
                         "total_count": {"type": "integer"},
                     },
                 },
-                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+                query=(("page_num", s.PAGE_NUM, False), ("page_size", s.between(1, 100), False)),
             ),
         ),
     ),
@@ -245,7 +245,7 @@ ROUTES: tuple[Route, ...] = (
                         "total_count": {"type": "integer"},
                     },
                 },
-                query=(("page_num", "integer", False), ("page_size", "integer", False)),
+                query=(("page_num", s.PAGE_NUM, False), ("page_size", s.between(1, 50), False)),
             ),
             Op(
                 "post",
@@ -267,6 +267,7 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {
                         "users": {
                             "type": "array",
+                            "minItems": 1,
                             "maxItems": 20,
                             "items": {
                                 "type": "object",
@@ -294,7 +295,9 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["user_ids"],
-                    "properties": {"user_ids": {"type": "array", "maxItems": 5, "items": s.ID}},
+                    "properties": {
+                        "user_ids": {"type": "array", "minItems": 1, "maxItems": 5, "items": s.ID}
+                    },
                 },
             ),
         ),
@@ -442,11 +445,11 @@ ROUTES: tuple[Route, ...] = (
                 },
                 query=(
                     ("workspace_id", "string", False),
-                    ("workflow_mode", "string", False),
-                    ("app_id", "string", False),
-                    ("publish_status", "string", False),
-                    ("page_num", "integer", False),
-                    ("page_size", "integer", False),
+                    ("workflow_mode", {"enum": ["", "workflow", "chatflow"]}, False),
+                    ("app_id", {"type": "string", "description": "any: no workflows"}, False),
+                    ("publish_status", s.WORKFLOW_PUBLISH_STATUS, False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
                 ),
             ),
         ),
@@ -489,9 +492,9 @@ ROUTES: tuple[Route, ...] = (
                     "required": ["items", "has_more"],
                 },
                 query=(
-                    ("publish_status", "string", False),
-                    ("page_size", "integer", False),
-                    ("page_token", "string", False),
+                    ("publish_status", s.WORKFLOW_PUBLISH_STATUS, False),
+                    ("page_size", s.between(1, 30), False),
+                    ("page_token", s.VERSION_TOKEN, False),
                 ),
             ),
         ),
@@ -529,14 +532,14 @@ ROUTES: tuple[Route, ...] = (
         BotCreateHandler,
         COZE,
         scope="bots",
-        ops=(Op("post", "Create a bot (draft)", "bots", data=s.BOT, body=s.BOT_BODY),),
+        ops=(Op("post", "Create a bot (draft)", "bots", data=s.BOT, body=s.BOT_CREATE_BODY),),
     ),
     Route(
         "/v1/bot/update",
         BotUpdateHandler,
         COZE,
         scope="bots",
-        ops=(Op("post", "Update a bot's draft", "bots", body=s.BOT_BODY),),
+        ops=(Op("post", "Update a bot's draft", "bots", body=s.BOT_UPDATE_BODY),),
     ),
     Route(
         "/v1/bot/publish",
@@ -551,7 +554,8 @@ ROUTES: tuple[Route, ...] = (
                 data=s.BOT,
                 body={
                     "type": "object",
-                    "properties": {"bot_id": s.ID, "connector_ids": {"type": "array"}},
+                    "required": ["bot_id"],
+                    "properties": {"bot_id": s.ID, "connector_ids": s.CONNECTOR_IDS},
                 },
             ),
         ),
@@ -583,10 +587,21 @@ ROUTES: tuple[Route, ...] = (
                 "bots",
                 query=(
                     ("workspace_id", "string", False),
-                    ("publish_status", "string", False),
+                    (
+                        "publish_status",
+                        {
+                            "enum": [
+                                "all",
+                                "published_online",
+                                "published_draft",
+                                "unpublished_draft",
+                            ]
+                        },
+                        False,
+                    ),
                     ("connector_id", "string", False),
-                    ("page_num", "integer", False),
-                    ("page_size", "integer", False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
                 ),
             ),
         ),
@@ -616,7 +631,11 @@ ROUTES: tuple[Route, ...] = (
                 "post",
                 "Stop serving a bot on a connector",
                 "bots",
-                body={"type": "object", "properties": {"connector_id": s.STR}},
+                body={
+                    "type": "object",
+                    "required": ["connector_id"],
+                    "properties": {"connector_id": {"enum": ["1024", "999"]}},
+                },
             ),
         ),
     ),
@@ -635,8 +654,17 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["audit_status"],
                     "properties": {
-                        "audit_status": {"enum": [1, 2, 3]},
-                        "reason": s.STR,
+                        "audit_status": {
+                            "enum": [2, 3],
+                            "description": "1 (pending) is not supported: no review queue",
+                        },
+                        "reason": {"type": "string", "maxLength": 1000},
+                    },
+                    # a rejection says why
+                    "if": {"properties": {"audit_status": {"const": 3}}},
+                    "then": {
+                        "required": ["reason"],
+                        "properties": {"reason": {"pattern": "\\S"}},
                     },
                 },
             ),
@@ -705,8 +733,8 @@ ROUTES: tuple[Route, ...] = (
                 "bots",
                 query=(
                     ("space_id", "string", True),
-                    ("page_index", "integer", False),
-                    ("page_size", "integer", False),
+                    ("page_index", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
                 ),
             ),
         ),
@@ -725,8 +753,8 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "properties": {
-                        "bot_id": s.OPTIONAL_ID,
-                        "messages": {"type": "array", "items": s.MESSAGE_IN},
+                        "bot_id": {"anyOf": [s.OPTIONAL_ID, {"enum": [0, None]}]},
+                        "messages": {"type": ["array", "null"], "items": s.MESSAGE_IN},
                     },
                 },
                 body_required=False,
@@ -752,9 +780,9 @@ ROUTES: tuple[Route, ...] = (
                 "conversations",
                 query=(
                     ("bot_id", "string", True),
-                    ("page_num", "integer", False),
-                    ("page_size", "integer", False),
-                    ("sort_order", "string", False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 100), False),
+                    ("sort_order", {"enum": ["ASC", "DESC"]}, False),
                 ),
             ),
         ),
@@ -799,7 +827,11 @@ ROUTES: tuple[Route, ...] = (
                     "required": ["feedback_type"],
                     "properties": {
                         "feedback_type": {"enum": ["like", "unlike"]},
-                        "reason_types": {"type": "array", "items": s.STR, "maxItems": 10},
+                        "reason_types": {
+                            "type": "array",
+                            "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                            "maxItems": 10,
+                        },
                         "comment": s.STR,
                     },
                 },
@@ -846,10 +878,10 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "properties": {
                         "order": {"enum": ["asc", "desc"]},
-                        "chat_id": s.STR,
-                        "before_id": s.STR,
-                        "after_id": s.STR,
-                        "limit": {"type": "integer"},
+                        "chat_id": s.ID_OR_EMPTY,
+                        "before_id": s.ID_OR_EMPTY,
+                        "after_id": s.ID_OR_EMPTY,
+                        "limit": s.between(1, 50),
                     },
                 },
             ),
@@ -952,7 +984,11 @@ ROUTES: tuple[Route, ...] = (
                 "Stop a running chat",
                 "chat",
                 data=s.CHAT,
-                body={"type": "object", "properties": {"conversation_id": s.ID, "chat_id": s.ID}},
+                body={
+                    "type": "object",
+                    "required": ["conversation_id", "chat_id"],
+                    "properties": {"conversation_id": s.ID, "chat_id": s.ID},
+                },
             ),
         ),
     ),
@@ -970,10 +1006,8 @@ ROUTES: tuple[Route, ...] = (
                 query=s.CHAT_Q,
                 body={
                     "type": "object",
-                    "properties": {
-                        "tool_outputs": {"type": "array"},
-                        "stream": {"type": "boolean"},
-                    },
+                    "required": ["tool_outputs"],
+                    "properties": {"tool_outputs": s.TOOL_OUTPUTS, "stream": {"type": "boolean"}},
                 },
                 stream_when_asked=True,
             ),
@@ -1001,7 +1035,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Runs, chats and model tokens per user (hub admins only; counts, no content)",
                 "studio",
-                query=(("since", "integer", False),),
+                query=(("since", s.between(0, 2**40), False),),
                 data={
                     "type": "object",
                     "properties": {
@@ -1044,7 +1078,7 @@ ROUTES: tuple[Route, ...] = (
                 "Create a team space (you are its owner)",
                 "spaces",
                 data=s.SPACE,
-                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+                body={"type": "object", "required": ["name"], "properties": {"name": s.SPACE_NAME}},
                 status=201,
             ),
         ),
@@ -1060,7 +1094,7 @@ ROUTES: tuple[Route, ...] = (
                 "Rename a team space (owner, admins)",
                 "spaces",
                 data=s.SPACE,
-                body={"type": "object", "required": ["name"], "properties": {"name": s.STR}},
+                body={"type": "object", "required": ["name"], "properties": {"name": s.SPACE_NAME}},
             ),
             Op("delete", "Delete an empty team space (owner)", "spaces"),
         ),
@@ -1090,7 +1124,10 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["name"],
-                    "properties": {"name": s.STR, "role": {"enum": ["admin", "member"]}},
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "role": {"enum": ["admin", "member"]},
+                    },
                 },
                 status=201,
             ),
@@ -1125,15 +1162,17 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["name"],
                     "properties": {
-                        "name": {"type": "string", "maxLength": 100},
+                        "name": s.NAME,
                         "expires_in_days": {
                             "type": ["integer", "null"],
                             "minimum": 1,
                             "maximum": 3650,
                         },
                         "scopes": {
-                            "type": "array",
+                            "type": ["array", "null"],
+                            "minItems": 1,
                             "items": {"enum": ["chat", "workflow", "files", "bots"]},
+                            "description": "left out or null: every scope",
                         },
                         "connector_id": {"enum": ["1024", "999", None]},
                     },
@@ -1202,7 +1241,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Your runs, newest first",
                 "studio",
-                query=(("workflow_id", "string", False), ("limit", "integer", False)),
+                query=(("workflow_id", "string", False), ("limit", s.between(1, 100), False)),
             ),
         ),
     ),
@@ -1241,7 +1280,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Every event of a run (SSE; Last-Event-ID replays)",
                 "studio",
-                query=(("after", "integer", False),),
+                query=(("after", s.between(0, 2**31), False),),
                 stream=True,
             ),
         ),
@@ -1309,7 +1348,7 @@ ROUTES: tuple[Route, ...] = (
                 "Publish a bot",
                 "studio",
                 data=s.BOT,
-                body={"type": "object", "properties": {"connector_ids": {"type": "array"}}},
+                body={"type": "object", "properties": {"connector_ids": s.CONNECTOR_IDS}},
             ),
         ),
     ),
@@ -1325,7 +1364,7 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "properties": {
-                        "message": s.STR,
+                        "message": {"type": "string", "minLength": 1},
                         "conversation_id": s.ID,
                         "custom_variables": s.OBJ,
                         "stream": {"type": "boolean"},
@@ -1354,7 +1393,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "A Playground conversation's messages, oldest first",
                 "studio",
-                query=(("after_id", "string", False), ("limit", "integer", False)),
+                query=(("after_id", "string", False), ("limit", s.between(1, 50), False)),
             ),
         ),
     ),
@@ -1373,7 +1412,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Re-attach to a Playground chat's stream (SSE; Last-Event-ID replays)",
                 "studio",
-                query=(("conversation_id", "string", False), ("after", "integer", False)),
+                query=(("conversation_id", "string", False), ("after", s.between(0, 2**31), False)),
                 stream=True,
             ),
         ),
@@ -1398,7 +1437,7 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "properties": {
                         "conversation_id": s.ID,
-                        "tool_outputs": {"type": "array"},
+                        "tool_outputs": s.TOOL_OUTPUTS,
                         "stream": {"type": "boolean"},
                     },
                     "required": ["conversation_id", "tool_outputs"],
@@ -1422,15 +1461,18 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["name", "fields"],
                     "properties": {
-                        "name": s.STR,
-                        "description": s.STR,
-                        "bot_id": s.ID,
+                        "name": s.IDENTIFIER,
+                        "description": {"type": ["string", "null"]},
+                        "bot_id": {**s.ID_OR_EMPTY, "type": ["string", "null"]},
                         "fields": {
                             "type": "array",
+                            "minItems": 1,
+                            "maxItems": 50,
                             "items": {
                                 "type": "object",
+                                "required": ["name"],
                                 "properties": {
-                                    "name": s.STR,
+                                    "name": s.FIELD_NAME,
                                     "type": {
                                         "enum": ["text", "number", "float", "boolean", "date"]
                                     },
@@ -1468,10 +1510,13 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {
                         "fields": {
                             "type": "array",
+                            "minItems": 1,
+                            "maxItems": 50,
                             "items": {
                                 "type": "object",
+                                "required": ["name"],
                                 "properties": {
-                                    "name": s.STR,
+                                    "name": s.FIELD_NAME,
                                     "type": {
                                         "enum": ["text", "number", "float", "boolean", "date"]
                                     },
@@ -1500,13 +1545,13 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Your rows",
                 "studio",
-                query=(("scene", "string", False), ("limit", "integer", False)),
+                query=(("scene", s.SCENE, False), ("limit", s.between(1, 1000), False)),
             ),
             Op(
                 "post",
                 "Add a row",
                 "studio",
-                body={"type": "object", "properties": {"values": s.OBJ, "scene": s.STR}},
+                body={"type": "object", "properties": {"values": s.OBJ, "scene": s.SCENE}},
                 status=201,
             ),
         ),
@@ -1547,7 +1592,7 @@ ROUTES: tuple[Route, ...] = (
                 "A plugin: draft, or the online version with scene=online",
                 "plugins",
                 data=s.PLUGIN,
-                query=(("scene", "string", False),),
+                query=(("scene", s.SCENE, False),),
             ),
             Op(
                 "put",
@@ -1577,7 +1622,13 @@ ROUTES: tuple[Route, ...] = (
                 body={
                     "type": "object",
                     "required": ["credentials"],
-                    "properties": {"credentials": s.OBJ},
+                    "properties": {
+                        "credentials": {
+                            "type": "object",
+                            "minProperties": 1,
+                            "additionalProperties": {"type": "string", "minLength": 1},
+                        }
+                    },
                 },
             ),
             Op("delete", "Forget your credentials and OAuth authorization", "plugins"),
@@ -1605,7 +1656,7 @@ ROUTES: tuple[Route, ...] = (
                 "get",
                 "Recorded tool calls, newest first (no secrets)",
                 "plugins",
-                query=(("limit", "integer", False),),
+                query=(("limit", s.between(1, 100), False),),
             ),
         ),
     ),
@@ -1643,7 +1694,7 @@ ROUTES: tuple[Route, ...] = (
                 "Where OAuth providers send users back (checks the state)",
                 "plugins",
                 query=(
-                    ("state", "string", True),
+                    ("state", {"type": "string", "minLength": 1}, True),
                     ("code", "string", False),
                     ("error", "string", False),
                 ),

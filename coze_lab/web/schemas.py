@@ -2,12 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 #: a Coze id: a positive 64-bit integer written in decimal (Coze's ids have 19 digits)
 ID = {"type": "string", "pattern": "^([1-9][0-9]{0,17}|[1-8][0-9]{18})$"}
 #: the same, or empty (an optional id left out)
 OPTIONAL_ID_PATTERN = "^([1-9][0-9]{0,17}|[1-8][0-9]{18})?$"
 #: an id a body may leave out: empty or "0" mean none (as Coze clients send them)
 OPTIONAL_ID = {"type": "string", "pattern": "^(0|[1-9][0-9]{0,17}|[1-8][0-9]{18})?$"}
+
+
+def between(low: int, high: int) -> dict[str, Any]:
+    """An integer within ``low..high`` (what ``web.params.int_value`` enforces)."""
+    return {"type": "integer", "minimum": low, "maximum": high}
+
+
+#: a page number (``page_num``, ``page_index``)
+PAGE_NUM = between(1, 10**6)
+#: which version of a table or plugin: the draft or the published one
+SCENE = {"enum": ["draft", "online"]}
+#: a definition's name (``max_name_chars``, default 100)
+NAME = {"type": "string", "minLength": 1, "maxLength": 100}
+#: a user table's or field's name
+IDENTIFIER = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,62}$"}
+#: a field's name: an identifier other than the system fields
+FIELD_NAME = {**IDENTIFIER, "not": {"enum": ["id", "sys_uid", "created_at"]}}
+#: what a client function answered (``tool_outputs`` of a requires_action chat)
+TOOL_OUTPUTS = {
+    "type": "array",
+    "minItems": 1,
+    "description": "each tool_call_id once",
+    "items": {
+        "type": "object",
+        "required": ["tool_call_id", "output"],
+        "properties": {"tool_call_id": {"type": "string"}, "output": {"type": "string"}},
+    },
+}
+#: connectors a bot is published to (default: the API)
+CONNECTOR_IDS = {"type": "array", "minItems": 1, "items": {"enum": ["1024", "999"]}}
+#: a team space's name
+SPACE_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": "^[^\\x00-\\x1f]*$",
+    "not": {"anyOf": [{"pattern": "^[0-9]+$"}, {"const": "personal"}]},
+    "description": "not a number nor `personal` (they name spaces); no control characters",
+}
+#: an id a body may leave empty (read as absent)
+ID_OR_EMPTY = {"type": "string", "pattern": OPTIONAL_ID_PATTERN}
+#: a published version as Coze writes it: 3, "3" or "v3" (empty: the newest)
+VERSION = {
+    "anyOf": [
+        {"type": "integer", "minimum": 1, "maximum": 10**9},
+        {"type": "string", "pattern": "^([vV]?[1-9][0-9]{0,8}|[vV]?1000000000)?$"},
+    ]
+}
+#: the version a page of versions ended at (``page_token``)
+VERSION_TOKEN = {"type": "string", "pattern": "^([vV]?[1-9][0-9]{0,8})?$"}
+#: the publish_status filter of the workflow lists (empty: all)
+WORKFLOW_PUBLISH_STATUS = {"enum": ["", "all", "published_online", "unpublished_draft"]}
 FILE = {
     "type": "object",
     "properties": {
@@ -93,10 +147,10 @@ RUN_BODY = {
         "bot_id": {"type": "string"},
         "ext": {"type": "object"},
         "version": {
-            "type": ["string", "integer"],
+            **VERSION,
             "description": "run this published version ('3' or 'v3'; default: the newest)",
         },
-        "workflow_version": {"type": ["string", "integer"], "description": "same as version"},
+        "workflow_version": {**VERSION, "description": "same as version"},
     },
 }
 RETRY_BODY = {
@@ -159,6 +213,10 @@ USER = {
 
 OBJ = {"type": "object"}
 STR = {"type": "string"}
+#: an object a body may leave null (read as absent)
+OBJ_OR_NULL = {"type": ["object", "null"]}
+#: text a definition may leave null (read as empty)
+TEXT = {"type": ["string", "null"]}
 MESSAGE = {
     "type": "object",
     "properties": {
@@ -222,7 +280,10 @@ MESSAGE_IN = {
     "properties": {
         "role": {"enum": ["user", "assistant"]},
         "content": STR,
-        "content_type": {"enum": ["text", "object_string", "card"]},
+        "content_type": {
+            "enum": ["text", "object_string", "card", None],
+            "description": "null: text",
+        },
         "meta_data": {"type": ["object", "null"]},
     },
 }
@@ -238,17 +299,52 @@ CHAT_BODY = {
         "auto_save_history": {"type": "boolean"},
         "meta_data": OBJ,
     },
+    # a chat that saves nothing can only be streamed (there would be nothing to poll)
+    "if": {
+        "required": ["auto_save_history"],
+        "properties": {"auto_save_history": {"const": False}},
+    },
+    "then": {"required": ["stream"], "properties": {"stream": {"const": True}}},
 }
 BOT_BODY = {
     "type": "object",
     "properties": {
-        "name": STR,
-        "description": STR,
-        "prompt_info": OBJ,
-        "model_info_config": OBJ,
-        "workflow_id_list": OBJ,
-        "plugin_id_list": OBJ,
-        "onboarding_info": OBJ,
+        "name": NAME,
+        "description": TEXT,
+        "prompt_info": OBJ_OR_NULL,
+        "model_info_config": OBJ_OR_NULL,
+        "workflow_id_list": OBJ_OR_NULL,
+        "plugin_id_list": OBJ_OR_NULL,
+        "onboarding_info": OBJ_OR_NULL,
+        "variables": {
+            "type": "array",
+            "maxItems": 100,
+            "description": "each keyword once, none starting with `sys_`",
+            "items": {
+                "type": "object",
+                "required": ["keyword"],
+                "properties": {
+                    "keyword": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
+                    "default_value": TEXT,
+                    "description": TEXT,
+                    "enable": {"type": "boolean"},
+                },
+            },
+        },
+        "functions": {
+            "type": "array",
+            "maxItems": 64,
+            "description": "client-side tools (requires_action); each name once",
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$"},
+                    "description": TEXT,
+                    "parameters": {"type": "object", "description": "a JSON schema of an object"},
+                },
+            },
+        },
         "suggest_reply_info": {
             "type": "object",
             "properties": {
@@ -261,9 +357,7 @@ BOT_BODY = {
             "type": "string",
             "description": "not supported (400): set icon_url",
         },
-        "icon_url": STR,
-        "variables": {"type": "array"},
-        "functions": {"type": "array", "description": "client-side tools (requires_action)"},
+        "icon_url": {"type": "string", "maxLength": 1024},
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -303,7 +397,7 @@ PLUGIN_SOURCE = {
     "with every problem and its JSON pointer in `detail.problems`",
     "properties": {
         "openapi": {"type": ["string", "object"]},
-        "url": {"type": "string"},
+        "url": {"type": "string", "minLength": 1},
         "manifest": {"type": "object"},
         "server_url": {"type": "string"},
         "credentials": {"type": "object"},
@@ -322,4 +416,13 @@ TOOL_RESULT = {
         "call_id": {"type": ["string", "null"]},
         "request": {"type": ["object", "null"], "description": "summary without secrets"},
     },
+}
+
+#: ``/v1/bot/create``: a name is needed
+BOT_CREATE_BODY = {**BOT_BODY, "required": ["name"]}
+#: ``/v1/bot/update``: which bot
+BOT_UPDATE_BODY = {
+    **BOT_BODY,
+    "properties": {"bot_id": ID, **BOT_BODY["properties"]},
+    "required": ["bot_id"],
 }

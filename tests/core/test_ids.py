@@ -13,7 +13,10 @@ def test_ids_are_19_digit_increasing_and_unique() -> None:
     assert max(ids) < 2**63
 
 
-@pytest.mark.parametrize("raw", ["", "abc", "-1", "0", "1.5", "9" * 20, True, None, "\uff11\uff12"])
+@pytest.mark.parametrize(
+    "raw",
+    ["", "abc", "-1", "0", "1.5", "9" * 20, True, None, "\uff11\uff12", "01", "0007", "9" * 19],
+)
 def test_bad_ids_are_invalid_parameters(raw: object) -> None:
     with pytest.raises(InvalidParameter):
         parse_id(raw)
@@ -22,3 +25,21 @@ def test_bad_ids_are_invalid_parameters(raw: object) -> None:
 def test_ids_parse_from_strings_and_ints() -> None:
     assert parse_id("7091990206871050740") == 7091990206871050740
     assert parse_id(12) == 12
+
+
+def test_the_ids_the_server_takes_are_the_ids_the_document_allows() -> None:
+    """The API document's id pattern and ``parse_id`` agree (schemathesis checks both ways:
+    what the document allows is taken, what it refuses is refused)."""
+    import re
+
+    from coze_lab.core.ids import MAX_ID
+    from coze_lab.web.schemas import ID
+
+    pattern = re.compile(ID["pattern"])
+    for raw in ("1", "10", "7091990206871050740", str(MAX_ID), str(MAX_ID + 1), "01", "0", "-1"):
+        try:
+            parse_id(raw)
+            taken = True
+        except InvalidParameter:
+            taken = False
+        assert taken == bool(pattern.fullmatch(raw)), raw

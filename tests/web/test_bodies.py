@@ -208,6 +208,31 @@ def test_a_401_before_the_upload_body_says_connection_close(served) -> None:
         assert response.getheader("Connection") == "close"
 
 
+def test_a_403_before_the_upload_body_says_connection_close(served) -> None:
+    server, _ = served
+    runtime = Runtime(CozeLab(data_dir=str(server.data_dir), database_url=server.database_url))
+    alice = runtime.identity.ensure_user("alice")
+    chat_only = runtime.tokens.create(alice.id, "chat only", scopes=["chat"])[1]  # no `files`
+    runtime.db.dispose()
+    boundary = "b0undary"
+    payload = multipart_head(boundary) + b"x" * 200_000 + f"\r\n--{boundary}--\r\n".encode()
+    with connect(server) as sock:
+        sock.sendall(
+            request_head(
+                "POST",
+                "/v1/files/upload",
+                chat_only,
+                Content_Type=f"multipart/form-data; boundary={boundary}",
+                Content_Length=str(len(payload)),
+            )
+        )
+        response = read_response(sock)
+        body = json.loads(response.read())
+        assert response.status == 403 and body["code"] == 4101, body
+        # the server closes this connection (the body was never read): it must say so
+        assert response.getheader("Connection") == "close"
+
+
 def test_a_401_after_a_json_body_keeps_the_connection_usable(served) -> None:
     server, token = served
     payload = b'{"name": "kept alive"}'

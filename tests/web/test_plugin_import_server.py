@@ -3,11 +3,13 @@ document is read (review finding: a 3 KB document froze it for minutes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
 
 import httpx
+import psutil
 import pytest
 
 from coze_lab.config import CozeLab
@@ -70,3 +72,62 @@ def test_5000_operations_are_a_400_naming_the_limit(served) -> None:
     body = response.json()
     assert "5000 operations; the limit is 300 (setting: plugin_max_operations)" in body["msg"]
     assert body["detail"]["problems"][0]["pointer"] == "/paths"
+
+
+def runaway_import(tmp_path) -> tuple[ServerProcess, list[psutil.Process]]:
+    """A server reading a 30-level fan-out with a deadline far away, and its reader
+    processes (the helper and the child it forked) at work."""
+    data_dir = tmp_path / "server-data"
+    url = sqlite_url(data_dir / "coze_lab.db")
+    runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=url))
+    runtime.start()
+    token = runtime.tokens.create(runtime.identity.ensure_user("alice").id, "alice")[1]
+    runtime.db.dispose()
+    env = {
+        "COZE_LAB_PLUGIN_MAX_SCHEMA_NODES": str(10**12),
+        "COZE_LAB_PLUGIN_IMPORT_TIMEOUT_S": "600",  # only the server's end can end it early
+    }
+    server = ServerProcess(data_dir, url, env=env).start()
+    assert server.proc is not None
+
+    def importing() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the server goes away mid-request
+            import_plugin((server, token), fan_out(30))
+
+    threading.Thread(target=importing, daemon=True).start()
+    me = psutil.Process(server.proc.pid)
+    readers: list[psutil.Process] = []
+    for _ in range(600):
+        readers = me.children(recursive=True)
+        if len(readers) >= 2:
+            break
+        threading.Event().wait(0.05)
+    assert len(readers) >= 2, readers
+    return server, readers
+
+
+def test_sigterm_during_a_runaway_import_stops_the_server_and_its_readers(tmp_path) -> None:
+    """Review finding: at 30 levels the server froze at 4 GB and ignored SIGTERM. The
+    reading happens in a child process now: the server stops at once, and the reader and
+    its forked child go with it instead of reading on to their deadline."""
+    server, readers = runaway_import(tmp_path)
+    assert server.proc is not None
+    try:
+        assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        server.proc.terminate()
+        assert server.proc.wait(30) is not None  # not frozen: stopped
+        _, alive = psutil.wait_procs(readers, timeout=30)
+        assert not alive, alive  # nothing keeps reading (or holding memory) after the server
+    finally:
+        server.stop()
+
+
+def test_a_killed_server_leaves_no_reader_behind(tmp_path) -> None:
+    """SIGKILL runs no shutdown code: the helper sees its pipe close and kills its child."""
+    server, readers = runaway_import(tmp_path)
+    try:
+        server.kill()
+        _, alive = psutil.wait_procs(readers, timeout=30)
+        assert not alive, alive
+    finally:
+        server.stop()

@@ -24,8 +24,9 @@ def check_content(content: Any, content_type: Any) -> tuple[str, str]:
         >>> check_content('[{"type": "text", "text": "hi"}]', "object_string")[1]
         'object_string'
     """
-    content_type = content_type or "text"
-    if content_type not in CONTENT_TYPES:
+    if content_type is None or content_type == "":
+        content_type = "text"  # left out
+    if not isinstance(content_type, str) or content_type not in CONTENT_TYPES:
         raise InvalidParameter(f"content_type must be one of {', '.join(CONTENT_TYPES)}")
     if not isinstance(content, str):
         raise InvalidParameter("content must be a string")

@@ -115,13 +115,13 @@ def parse_fields(raw: Any) -> tuple[Field, ...]:
         if not isinstance(item, Mapping):
             raise InvalidParameter(f"fields[{i}] must be an object")
         name, kind = item.get("name"), item.get("type", "text")
-        if not isinstance(name, str) or not _NAME.match(name) or name in SYSTEM_FIELDS:
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in SYSTEM_FIELDS:
             raise InvalidParameter(
                 f"fields[{i}].name must be a lower-case identifier other than {SYSTEM_FIELDS}"
             )
         if name in seen:
             raise InvalidParameter(f"fields[{i}].name '{name}' is repeated")
-        if kind not in FIELD_TYPES:
+        if not isinstance(kind, str) or kind not in FIELD_TYPES:  # {} is unhashable: a 500
             raise InvalidParameter(f"fields[{i}].type must be one of {sorted(FIELD_TYPES)}")
         seen.add(name)
         description = item.get("description", "")
@@ -175,7 +175,7 @@ class TableService:
     ) -> TableInfo:
         """A new table in one of the user's spaces (None: the personal one; a bot's table
         goes to the bot's space)."""
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise InvalidParameter("name must be a lower-case identifier")
         parsed = parse_fields(fields)
         now = self._clock()

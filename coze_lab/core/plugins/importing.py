@@ -171,6 +171,8 @@ async def read_draft_isolated(
 _CONCURRENT = 2
 _free: queue.LifoQueue[_ReaderProcess] | None = None  # the warm one first
 _free_lock = threading.Lock()
+#: every reader started, so that ``stop_readers`` can end them when the server stops
+_readers: list[_ReaderProcess] = []
 _HEADER = struct.Struct(">Q")
 _WARM_UP = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}}
 
@@ -186,10 +188,12 @@ class _ReaderProcess:
 
     def read(self, args: tuple[Any, ...], limits: ImportLimits) -> tuple[str, Any]:
         if self.proc is None or self.proc.poll() is not None:
+            # its own process group: the helper and the child it forked are stopped together
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", f"from {__name__} import serve_readers; serve_readers()"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                start_new_session=True,
             )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
@@ -197,11 +201,32 @@ class _ReaderProcess:
             # the helper answers by the deadline; this margin only guards against a hung helper
             answer = _receive(self.proc.stdout, limits.timeout_s + 30)
         except (OSError, EOFError, TimeoutError):
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+            self.stop()
             return "problems", [Problem("", "the document reader stopped; try again")]
         return pickle.loads(answer)
+
+    def stop(self) -> None:
+        """Kill the helper and the child it is reading in (its process group)."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (AttributeError, OSError):  # no process groups here, or already gone
+            proc.kill()
+        proc.wait()
+        self.proc = None
+
+
+def stop_readers() -> None:
+    """End every document reader at once (the server is stopping): a runaway document
+    neither holds up the shutdown nor goes on reading after it (review finding: an import
+    made the server ignore SIGTERM). An import being read answers that its reader stopped;
+    a later one starts a new reader."""
+    with _free_lock:
+        readers = list(_readers)
+    for reader in readers:
+        reader.stop()
 
 
 def _in_child(args: tuple[Any, ...]) -> tuple[str, Any]:
@@ -210,7 +235,9 @@ def _in_child(args: tuple[Any, ...]) -> tuple[str, Any]:
         if _free is None:
             _free = queue.LifoQueue()
             for _ in range(_CONCURRENT):
-                _free.put(_ReaderProcess())
+                reader = _ReaderProcess()
+                _readers.append(reader)
+                _free.put(reader)
     reader = _free.get()
     try:
         return reader.read(args, args[-1])
@@ -229,11 +256,14 @@ def serve_readers() -> None:
         except EOFError:  # the server went away
             return
         args = pickle.loads(request)
-        _send(channel_out, _read_in_fork(args, args[-1]))
+        _send(channel_out, _read_in_fork(args, args[-1], server=channel_in.fileno()))
 
 
-def _read_in_fork(args: tuple[Any, ...], limits: ImportLimits) -> bytes:
-    """The pickled outcome of ``read_draft`` run in a forked child with a deadline."""
+def _read_in_fork(args: tuple[Any, ...], limits: ImportLimits, server: int | None = None) -> bytes:
+    """The pickled outcome of ``read_draft`` run in a forked child with a deadline.
+
+    ``server``: the helper's end of the server's pipe; it becomes readable mid-read only when
+    the server went away (it sends nothing while it waits), and then the child is killed."""
     if not hasattr(os, "fork"):  # no fork here: read in the helper (the server kills it late)
         return pickle.dumps(_outcome(args, limits))
     readable, writable = os.pipe()
@@ -253,7 +283,13 @@ def _read_in_fork(args: tuple[Any, ...], limits: ImportLimits) -> bytes:
     with os.fdopen(readable, "rb", buffering=0) as answer:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([answer], [], [], left)[0]:
+            watched = [answer] if server is None else [answer, server]
+            ready = select.select(watched, [], [], max(left, 0))[0] if left > 0 else []
+            if server is not None and server in ready:  # the server is gone: so are we
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                os._exit(0)
+            if not ready:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 return pickle.dumps(

@@ -101,7 +101,7 @@ def parse_manifest(
         return value.strip()
 
     model_name = text("name_for_model", re.sub(r"\W+", "_", title).strip("_")[:64] or "plugin", 64)
-    if not _MODEL_NAME.match(model_name):
+    if not _MODEL_NAME.fullmatch(model_name):
         problems.append(
             Problem("/manifest/name_for_model", "letters, digits and _ only, at most 64")
         )

@@ -59,7 +59,7 @@ def normalize(mounts: MountsArg | None) -> dict[str, Mount]:
     """
     out: dict[str, Mount] = {}
     for name, spec in (mounts or {}).items():
-        if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
             raise SandboxError(
                 "invalid_input", f"mount name must be a plain folder name, got {name!r}"
             )
@@ -75,7 +75,7 @@ def normalize(mounts: MountsArg | None) -> dict[str, Mount]:
 
 def _safe_rel(rel: str) -> list[str] | None:
     parts = rel.split("/")
-    if not parts or any(p in ("", ".", "..") or not _PART.match(p) for p in parts):
+    if not parts or any(p in ("", ".", "..") or not _PART.fullmatch(p) for p in parts):
         return None
     return parts
 

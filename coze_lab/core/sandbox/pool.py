@@ -571,7 +571,7 @@ class WorkerPool:
 
         if language not in _LANGS:
             return fail("invalid_input", f"unknown language {language!r}; use one of {_LANGS}")
-        if entry is not None and not _IDENT.match(entry):
+        if entry is not None and not _IDENT.fullmatch(entry):
             return fail("invalid_input", f"entry must be an identifier, got {entry!r}")
         if params is None:
             params = {}

@@ -127,14 +127,14 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
-        # the run's owner: a warm sandbox interpreter never serves two owners
+        # a warm sandbox interpreter never serves two owners (see Engine.sandbox_owner)
         result = await runner.run(
             code,
             params,
             language=language,
             entry=entry,
             timeout=timeout,
-            owner=f"user:{self._run.owner_id}",
+            owner=self._engine.sandbox_owner(self._run),
         )
         if result.error is not None:
             raise NodeError(
@@ -291,6 +291,24 @@ class Engine:
             if db.dialect == "sqlite"
             else ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="coze-lab-write")
         )
+        #: root run id → the sandbox owner of its code nodes (``sandbox_owner``)
+        self._owners: dict[int, str] = {}
+
+    def sandbox_owner(self, run: RunInfo) -> str:
+        """Whose warm sandbox interpreter a run's code nodes use: the user who runs it, and
+        the team space of the workflow (of its root run) when it is a team workflow. Code a
+        teammate wrote runs in the runner's interpreter for that space, never in the one of
+        the runner's own workflows, so state it leaves behind where the checks do not look
+        (a cache inside a module) cannot reach the runner's other runs."""
+        key = self._owners.get(run.root)
+        if key is None:
+            root = run if run.root == run.id else self.store.get(run.root, nodes=False)
+            space = self.store.team_space(root.workflow_id) if root.workflow_id else None
+            key = f"user:{run.owner_id}" + (f"/space:{space}" if space is not None else "")
+            if len(self._owners) >= 10_000:  # runs come and go: forget the old ones
+                self._owners.clear()
+            self._owners[run.root] = key
+        return key
 
     # ---- public operations --------------------------------------------------------------
     async def start(

@@ -19,7 +19,14 @@ from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFo
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
-from coze_lab.store.models import Interrupt, NodeRun, RunEvent, WorkflowRun
+from coze_lab.store.models import (
+    Interrupt,
+    NodeRun,
+    RunEvent,
+    WorkflowRecord,
+    WorkflowRun,
+    Workspace,
+)
 from coze_lab.store.signals import Signals
 
 FINISHED = ("succeeded", "failed", "canceled")
@@ -228,6 +235,16 @@ class RunStore:
                 )
             ).first()
         return None if row is None else self.get(row.id)
+
+    def team_space(self, workflow_id: int) -> int | None:
+        """The team space a workflow belongs to; None for a personal one (or none left)."""
+        query = (
+            select(WorkflowRecord.space_id)
+            .join(Workspace, Workspace.id == WorkflowRecord.space_id)
+            .where(WorkflowRecord.id == workflow_id, Workspace.workspace_type == "team")
+        )
+        with self.db.read() as conn:
+            return conn.execute(query).scalar_one_or_none()
 
     def get(self, run_id: int, owner_id: int | None = None, *, nodes: bool = True) -> RunInfo:
         query = select(WorkflowRun.__table__).where(WorkflowRun.id == run_id)

@@ -34,7 +34,7 @@ def validate(spec: WorkflowSpec, *, complete: bool = True) -> None:
         raise WorkflowDefinitionError("a workflow needs a name")
     nodes = {}
     for node in spec.nodes:
-        if not isinstance(node.id, str) or not NODE_ID.match(node.id):
+        if not isinstance(node.id, str) or not NODE_ID.fullmatch(node.id):
             raise WorkflowDefinitionError("ids are letters, digits and _, at most 64", node.id)
         if node.id in nodes:
             raise WorkflowDefinitionError("duplicate node id", node.id)

@@ -18,7 +18,7 @@ class UsageHandler(CozeHandler):
     def get(self) -> None:
         self.admin_user()
         raw = self.get_query_argument("since", None)
-        since = None if raw in (None, "") else int_value(raw, "since", default=0, low=0, high=2**40)
+        since = None if raw is None else int_value(raw, "since", default=0, low=0, high=2**40)
         start = None if since is None else datetime.fromtimestamp(since, timezone.utc)
         report = self.runtime.usage.report(since=start)
         self.reply(serialize.usage(report))

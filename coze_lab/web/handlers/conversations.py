@@ -19,6 +19,8 @@ from coze_lab.web.requests import (
 
 
 def _optional_id(value: Any, name: str) -> int | None:
+    if isinstance(value, bool):  # False == 0: not read as "absent"
+        raise InvalidParameter(f"{name} must be a numeric string")
     return None if value in (None, "", "0", 0) else parse_id(value, name)
 
 

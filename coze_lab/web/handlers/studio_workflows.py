@@ -80,7 +80,7 @@ class RunsHandler(WorkflowsArea):
         raw = self.get_query_argument("workflow_id", None)
         runs = self.runtime.runs.list(
             user.id,
-            workflow_id=None if raw is None else parse_id(raw, "workflow_id"),
+            workflow_id=None if raw in (None, "") else parse_id(raw, "workflow_id"),
             limit=int_value(
                 self.get_query_argument("limit", None), "limit", default=20, low=1, high=100
             ),
@@ -136,7 +136,7 @@ class InterruptsHandler(WorkflowsArea):
         user = self.studio_user()
         raw = self.get_query_argument("run_id", None)
         pending = self.runtime.runs.pending(
-            user.id, None if raw is None else parse_id(raw, "run_id")
+            user.id, None if raw in (None, "") else parse_id(raw, "run_id")
         )
         self.reply({"interrupts": [serialize.interrupt(p) for p in pending]})
 

@@ -28,8 +28,10 @@ class TablesHandler(TablesArea):
     def post(self) -> None:
         user = self.studio_user()
         body = self.json_body()
-        description = body.get("description") or ""
-        if not isinstance(description, str):
+        description = body.get("description")
+        if description is None:
+            description = ""
+        if not isinstance(description, str):  # {} too (it was read as empty)
             raise InvalidParameter("description must be a string")
         bot = body.get("bot_id")
         bot_id = None if bot in (None, "") else self.runtime.bots.get(user.id, parse_id(bot)).id

@@ -114,3 +114,14 @@ def test_object_string_content_is_checked(runtime: Runtime, conversations) -> No
         conversations.create(user.id, "1024", messages=[unreadable])
     assert conversations.get_message(user.id, "1024", conv.id, made.id).content == good
     assert len(conversations.list_messages(user.id, "1024", conv.id).items) == 1
+
+
+@pytest.mark.parametrize("content_type", [{}, [], 0, False])
+def test_a_content_type_that_is_not_a_name_is_refused_not_read_as_text(
+    content_type: object,
+) -> None:
+    """schemathesis found ``"content_type": {}`` accepted as text (an empty value is falsy)."""
+    from coze_lab.core.conversations.content import check_content
+
+    with pytest.raises(InvalidParameter, match="content_type must be one of"):
+        check_content("hi", content_type)

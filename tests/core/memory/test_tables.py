@@ -4,6 +4,7 @@ import pytest
 
 from coze_lab.core.errors import Conflict, InvalidParameter, NotFound
 from coze_lab.core.memory import TableService
+from coze_lab.core.memory.tables import parse_fields
 from coze_lab.services import Runtime
 
 FIELDS = [
@@ -148,3 +149,10 @@ def test_custom_sql_errors_show_only_the_users_own_sql(
     for internal in (f"ut_{mine.id}", "sys_uid", "__uid", "__now", "[SQL", "sqlalche.me"):
         assert internal not in message, message
     assert len(tables.query(alice.id, mine.id, "draft")) == 1  # nothing written
+
+
+@pytest.mark.parametrize("kind", [{}, [], 1, None])
+def test_a_field_type_that_is_not_a_name_is_a_400_not_a_500(kind: object) -> None:
+    """schemathesis found ``{"type": {}}`` answered 500 (an unhashable ``in`` test)."""
+    with pytest.raises(InvalidParameter, match=r"fields\[0\]\.type must be one of"):
+        parse_fields([{"name": "a", "type": kind}])
