@@ -158,6 +158,7 @@ RETRY_BODY = {
     "properties": {
         "from_node": {
             "type": "string",
+            "minLength": 1,
             "description": "the node to run again (default: the node the run failed on)",
         },
         "node_changes": {
@@ -346,18 +347,19 @@ BOT_BODY = {
             },
         },
         "suggest_reply_info": {
-            "type": "object",
+            "type": ["object", "null"],
             "properties": {
                 "reply_mode": {"enum": ["disable", "enable", "customized"]},
-                "customized_prompt": STR,
+                "customized_prompt": {"type": ["string", "null"], "maxLength": 2000},
             },
-            "description": "suggested follow-up questions after each answer",
+            "description": "suggested follow-up questions after each answer "
+            "(customized: a non-empty customized_prompt)",
         },
         "icon_file_id": {
-            "type": "string",
-            "description": "not supported (400): set icon_url",
+            "type": ["string", "null"],
+            "description": "not supported: a non-empty value is a 400 (set icon_url)",
         },
-        "icon_url": {"type": "string", "maxLength": 1024},
+        "icon_url": {"type": ["string", "null"], "maxLength": 1024},
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
