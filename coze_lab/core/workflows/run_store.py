@@ -40,7 +40,7 @@ class NodeRecord:
     port: str | None
     error: dict[str, Any] | None
     attempts: int
-    usage: dict[str, int] | None
+    usage: dict[str, Any] | None
     started_at: datetime | None
     finished_at: datetime | None
 
@@ -78,7 +78,7 @@ class NodeWrite:
     outputs: dict[str, Any] | None = None
     port: str | None = None
     error: dict[str, Any] | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     attempts: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -124,7 +124,7 @@ class RunInfo:
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None
     error: dict[str, Any] | None
-    usage: dict[str, int] | None
+    usage: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -316,7 +316,7 @@ class RunStore:
         *,
         outputs: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, Any] | None = None,
         event: tuple[int, str, dict[str, Any]] | None = None,
     ) -> datetime | None:
         """Record the run's end (or its pause as ``interrupted``) and release the lease.
