@@ -128,3 +128,19 @@ def test_a_message_node_streams_the_runs_usage(coze_studio, coze_model) -> None:
     assert message["content"] == "four words right here"
     assert message["usage"]["output_tokens"] == 4
     assert message["usage"]["total_tokens"] == run.node("summarize").usage["total_tokens"]
+
+
+def test_a_served_runs_widget_gives_its_trace(coze_studio, coze_model) -> None:
+    coze_studio.set_prices(input=1.0, output=1.0)
+    coze_model.reply("served words", "title")
+    widget = two_llms().run(doc="served")  # on the server cl.connect() gives: the studio
+    try:
+        widget.wait(60)
+        assert widget.status == "succeeded"
+        frame = widget.trace.to_pandas()
+    finally:
+        widget.close()
+    assert frame.set_index("node_id").loc["summarize", "output_tokens"] == 2
+    assert frame["cost"].notna().sum() == 2
+    [row] = cl.runs.table(workflow="costly").to_dict("records")
+    assert row["run_id"] == widget.id and row["cost"] == widget.trace.cost
