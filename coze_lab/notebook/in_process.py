@@ -20,6 +20,7 @@ from coze_lab.core.identity import UserInfo
 from coze_lab.core.workflows.run_store import NodeRecord, RunInfo
 from coze_lab.core.workflows.spec import WorkflowSpec
 from coze_lab.notebook.questions import Question
+from coze_lab.notebook.trace import RunTrace
 from coze_lab.services import Runtime
 from coze_lab.web import serialize
 
@@ -181,6 +182,12 @@ class LocalRun:
             return await runs.wait(new_id)
 
         return LocalRun(self.host, self.host.call(again()))
+
+    @property
+    def trace(self) -> RunTrace:
+        """The run's nodes as data: tokens, cost, latency and attempts per node
+        (``run.trace.to_pandas()``)."""
+        return RunTrace(self.id, [serialize.node_record(r) for r in self.info.nodes.values()])
 
     @property
     def retry_of(self) -> int | None:

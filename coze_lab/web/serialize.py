@@ -122,7 +122,7 @@ def token(info: TokenInfo, now: datetime) -> dict[str, Any]:
     }
 
 
-def chat_usage(usage: dict[str, int]) -> dict[str, int]:
+def chat_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Coze's usage block from our token counts."""
     return {
         "token_count": int(usage.get("total_tokens", 0)),
@@ -436,7 +436,16 @@ def coze_workflow_events(
     """
     if event == wf_events.MESSAGE:
         return [
-            ("Message", _message(data["content"], data["node_title"], seq, data["node_is_finish"]))
+            (
+                "Message",
+                _message(
+                    data["content"],
+                    data["node_title"],
+                    seq,
+                    data["node_is_finish"],
+                    data.get("usage"),
+                ),
+            )
         ]
     if event == wf_events.INTERRUPT:
         return [
@@ -471,14 +480,17 @@ def coze_workflow_events(
     return []
 
 
-def _message(content: str, title: str, seq: int, finished: bool) -> dict[str, Any]:
+def _message(
+    content: str, title: str, seq: int, finished: bool, usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Coze ``Message`` event; ``usage``: the run's tokens so far (None: no model ran)."""
     return {
         "content": content,
         "node_title": title,
         "node_seq_id": str(seq),
         "node_is_finish": finished,
         "ext": None,
-        "usage": None,
+        "usage": None if not usage else chat_usage(usage),
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from coze_lab.core.models.client import ModelClient, build_request
 from coze_lab.core.models.errors import InvalidModelRegistry, ModelError, ModelNotConfigured
 from coze_lab.core.models.registry import ModelRegistry, default_from_env, read_registry_file
-from coze_lab.core.models.spec import ModelCapabilities, ModelSpec
+from coze_lab.core.models.spec import ModelCapabilities, ModelPrices, ModelSpec
 from coze_lab.core.models.types import (
     Completion,
     CompletionAccumulator,
@@ -33,6 +33,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelNotConfigured",
+    "ModelPrices",
     "ModelRegistry",
     "ModelSpec",
     "ToolCall",

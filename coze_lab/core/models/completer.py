@@ -26,17 +26,21 @@ class RegistryCompleter:
 
     async def __call__(
         self, model_id: str, messages: list[dict[str, Any]], **params: Any
-    ) -> tuple[str, dict[str, int]]:
+    ) -> tuple[str, dict[str, Any]]:
         spec = self.registry.resolve(model_id)
         if self._client is None:
             self._client = ModelClient()
         completion = await self._client.complete(spec, messages, **params)
         usage = completion.usage
-        return completion.content, {
+        spent: dict[str, Any] = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
+            "model": spec.id,
         }
+        if spec.prices is not None:
+            spent["cost"] = spec.prices.cost(spent)
+        return completion.content, spent
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -34,6 +34,29 @@ class ModelCapabilities:
 
 
 @dataclass(frozen=True)
+class ModelPrices:
+    """What a model costs, per one million input (prompt) and output (completion) tokens,
+    in whatever currency the registry uses (USD by convention).
+
+    Example:
+        >>> ModelPrices(input=2.5, output=10).cost({"input_tokens": 1000, "output_tokens": 100})
+        0.0035
+    """
+
+    input: float = 0.0
+    output: float = 0.0
+
+    def cost(self, usage: Mapping[str, Any]) -> float:
+        """The cost of one call's token usage (``input_tokens``, ``output_tokens``)."""
+        spent = int(usage.get("input_tokens", 0)) * self.input
+        spent += int(usage.get("output_tokens", 0)) * self.output
+        return round(spent / 1_000_000, 10)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output}
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """One configured model. The API key itself is never stored: only the env var's name.
 
@@ -55,6 +78,8 @@ class ModelSpec:
     api_key_env: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     capabilities: ModelCapabilities = field(default_factory=ModelCapabilities)
+    #: per one million tokens (None: unknown, runs report no cost for this model)
+    prices: ModelPrices | None = None
 
     @property
     def where(self) -> str:
@@ -104,6 +129,7 @@ class ModelSpec:
             "model": self.model,
             "parameters": dict(self.parameters),
             "capabilities": self.capabilities.to_dict(),
+            "prices": None if self.prices is None else self.prices.to_dict(),
         }
 
     @classmethod
@@ -126,6 +152,7 @@ class ModelSpec:
             api_key_env=_optional_text(entry, "api_key_env", where),
             parameters=dict(_mapping(entry.get("parameters", {}), f"{where}.parameters")),
             capabilities=_capabilities(entry.get("capabilities", {}), f"{where}.capabilities"),
+            prices=_prices(entry.get("prices"), f"{where}.prices"),
         )
         if spec.provider not in PROVIDERS:
             raise InvalidModelRegistry(
@@ -152,6 +179,21 @@ def _capabilities(data: object, where: str) -> ModelCapabilities:
             raise InvalidModelRegistry(f"{where}.{name}: must be true or false, got {value!r}")
         values[name] = value
     return ModelCapabilities(**values)
+
+
+def _prices(data: object, where: str) -> ModelPrices | None:
+    if data is None:
+        return None
+    block = _mapping(data, where)
+    _no_unknown_keys(block, {"input", "output"}, where)
+    values: dict[str, float] = {}
+    for name, value in block.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise InvalidModelRegistry(
+                f"{where}.{name}: must be a non-negative number (per 1M tokens), got {value!r}"
+            )
+        values[name] = float(value)
+    return ModelPrices(**values)
 
 
 def _mapping(data: object, where: str) -> Mapping[str, Any]:

@@ -646,7 +646,7 @@ class Engine:
         status: str,
         outputs: dict[str, Any] | None,
         error: dict[str, Any] | None,
-        usage: dict[str, int] | None,
+        usage: dict[str, Any] | None,
     ) -> tuple[int, str, dict[str, Any]]:
         seq = self._next_seq(run.id)
         if status == "succeeded":
@@ -708,6 +708,9 @@ class Engine:
                     events.extend(node_events)
                     interrupts.extend([pending] if pending else [])
                     records[node.id] = write.record()
+                    for name, data in node_events:
+                        if name == ev.MESSAGE:  # the run's usage so far, as Coze reports it
+                            data["usage"] = _total_usage(records.values())
                     if write.status == "succeeded":
                         values[node.id] = write.outputs or {}
                 successors = [c for t in finished for c in graph.children[t.id]]
@@ -1039,14 +1042,20 @@ def _public(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _total_usage(records: Any) -> dict[str, int] | None:
-    total = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+def _total_usage(records: Any) -> dict[str, Any] | None:
+    """The tokens of every node that called a model, and their cost when every one of them
+    has a price."""
+    total: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     seen = False
+    costs: list[float | None] = []
     for record in records:
         if record.usage:
             seen = True
-            for key in total:
+            for key in ("input_tokens", "output_tokens", "total_tokens"):
                 total[key] += int(record.usage.get(key, 0))
+            costs.append(record.usage.get("cost"))
+    if costs and all(c is not None for c in costs):
+        total["cost"] = round(sum(c for c in costs if c is not None), 10)
     return total if seen else None
 
 

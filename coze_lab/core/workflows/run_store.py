@@ -47,7 +47,7 @@ class NodeRecord:
     port: str | None
     error: dict[str, Any] | None
     attempts: int
-    usage: dict[str, int] | None
+    usage: dict[str, Any] | None
     started_at: datetime | None
     finished_at: datetime | None
 
@@ -85,7 +85,7 @@ class NodeWrite:
     outputs: dict[str, Any] | None = None
     port: str | None = None
     error: dict[str, Any] | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     attempts: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -131,7 +131,7 @@ class RunInfo:
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None
     error: dict[str, Any] | None
-    usage: dict[str, int] | None
+    usage: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -333,7 +333,7 @@ class RunStore:
         *,
         outputs: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, Any] | None = None,
         event: tuple[int, str, dict[str, Any]] | None = None,
     ) -> datetime | None:
         """Record the run's end (or its pause as ``interrupted``) and release the lease.

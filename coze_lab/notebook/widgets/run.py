@@ -26,6 +26,7 @@ import traitlets as t
 
 from coze_lab.notebook.http import StudioClient as Studio
 from coze_lab.notebook.http import StudioError
+from coze_lab.notebook.trace import RunTrace
 from coze_lab.notebook.widgets.run_state import FINISHED, RunState
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,12 @@ class RunWidget(anywidget.AnyWidget):
             from_node = (self.studio.run_info(self.run_id).get("error") or {}).get("node_id")
         new_id = self.studio.retry(self.run_id, from_node, retry_changes(from_node, changes))
         return RunWidget(new_id, studio=self.studio)
+
+    @property
+    def trace(self) -> RunTrace:
+        """The run's nodes as data, read from the server now: tokens, cost, latency and
+        attempts per node (``run.trace.to_pandas()``)."""
+        return RunTrace(self.run_id, self.studio.run_info(self.run_id)["nodes"])
 
     def wait(self, timeout: float | None = None) -> RunWidget:
         """Block until the run finishes or waits for a person (scripts and tests).

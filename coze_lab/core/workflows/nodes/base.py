@@ -25,7 +25,7 @@ class NodeResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     port: str | None = None
     interrupt: InterruptRequest | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     message: str | None = None
     #: questions of the runs this node started (sub-workflow, loop iterations) it waits on
     waiting: list[Any] | None = None
@@ -51,7 +51,7 @@ class NodeContext(Protocol):
 
     async def complete(
         self, model: str, messages: list[dict[str, Any]], **params: Any
-    ) -> tuple[str, dict[str, int]]: ...
+    ) -> tuple[str, dict[str, Any]]: ...
 
     async def emit(self, content: str) -> None: ...
 
