@@ -323,3 +323,42 @@ TOOL_RESULT = {
         "request": {"type": ["object", "null"], "description": "summary without secrets"},
     },
 }
+
+#: ``/v1/variables``: an end user's values of a bot's variables
+VARIABLE_VALUE = {
+    "type": "object",
+    "properties": {
+        "keyword": {"type": "string"},
+        "value": {"type": "string"},
+        "create_time": {"type": "integer"},
+        "update_time": {"type": "integer"},
+    },
+    "required": ["keyword", "value"],
+}
+VARIABLE_VALUES = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": VARIABLE_VALUE}},
+}
+VARIABLES_UPDATE = {
+    "type": "object",
+    "required": ["bot_id", "connector_uid", "data"],
+    "properties": {
+        "bot_id": ID,
+        "app_id": {"type": "string"},
+        "connector_id": {"type": "string"},
+        "connector_uid": {"type": "string", "minLength": 1, "maxLength": 255},
+        "data": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 100,
+            "items": {
+                "type": "object",
+                "required": ["keyword", "value"],
+                "properties": {
+                    "keyword": {"type": "string"},
+                    "value": {"type": "string", "maxLength": 10000},
+                },
+            },
+        },
+    },
+}

@@ -39,6 +39,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.spec import WorkflowSpec
 from coze_lab.core.workspace import WorkspaceRoot
@@ -111,8 +112,11 @@ class ChatService:
         lost_after_s: float = LOST_AFTER_S,
         attachments: Attachments | None = None,
         workspaces: WorkspaceRoot | None = None,
+        variables: VariableService | None = None,
     ) -> None:
         self.bots = bots
+        #: end users' stored variable values (None: the bot's defaults only)
+        self.variables = variables
         #: reads the files messages name into the model's context (None: placeholders only)
         self.attachments = attachments
         #: files uploaded to a chat are copied to input/ of the conversation's workspace
@@ -306,6 +310,7 @@ class ChatService:
         ``/v3/chat/message/list``)."""
         chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
         return self.store.messages(chat.id)
+
     def _canceled_elsewhere(self, chat_id: str) -> None:
         task = self._tasks.get(int(chat_id))
         if task is not None:
@@ -563,10 +568,17 @@ class ChatService:
         chat: ChatInfo,
         request: ChatRequest,
     ) -> dict[str, str]:
-        values = resolved.config.variable_defaults()
+        end_user = request.user_id or str(conversation.owner_id)
+        if self.variables is None:
+            values = resolved.config.variable_defaults()
+        else:  # the end user's stored values override the defaults
+            scope = Scope(
+                resolved.bot.id, conversation.owner_id, conversation.connector_id, end_user
+            )
+            values = self.variables.values(scope, resolved.config)
         values.update(request.custom_variables)
         values.update(
-            sys_user_id=request.user_id or str(conversation.owner_id),
+            sys_user_id=end_user,
             sys_bot_id=str(resolved.bot.id),
             sys_conversation_id=str(conversation.id),
             sys_chat_id=str(chat.id),
