@@ -373,6 +373,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         changes["variables"] = _variables(body["variables"], limits)
     if "functions" in body:
         changes["functions"] = _functions(body["functions"], limits)
+    if "save_variables" in body:
+        if not isinstance(body["save_variables"], bool):
+            raise InvalidParameter("save_variables must be true or false")
+        changes["save_variables"] = body["save_variables"]
     return changes
 
 

@@ -317,6 +317,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
             }
             for v in config.variables
         ],
+        "save_variables": config.save_variables,
         "workflow_info_list": [
             {"id": str(i), "name": "", "description": "", "icon_url": ""}
             for i in config.workflow_ids

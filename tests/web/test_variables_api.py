@@ -4,9 +4,9 @@ connector and end user, the chat prompt using them, isolation between users, bad
 from __future__ import annotations
 
 import pytest
-from cozepy import CozeAPIError, VariableValue
+from cozepy import ChatStatus, CozeAPIError, VariableValue
 
-from coze_lab.testing import ModelServer, TextReply
+from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.web.test_chat_api import Lab, ask, lab, make_bot, model_server, publish
 
 __all__ = ["lab", "model_server"]  # fixtures imported for this module's tests
@@ -18,9 +18,10 @@ VARIABLES = [
 ]
 
 
-def variable_bot(lab: Lab, who: str = "alice") -> str:
+def variable_bot(lab: Lab, who: str = "alice", **extra: object) -> str:
     bot_id = make_bot(lab, who, prompt="Call the user {{name}}; they live in {{city}}.")
-    response = lab.post("/v1/bot/update", who, json={"bot_id": bot_id, "variables": VARIABLES})
+    body = {"bot_id": bot_id, "variables": VARIABLES, **extra}
+    response = lab.post("/v1/bot/update", who, json=body)
     assert response.json()["code"] == 0, response.text
     publish(lab, bot_id, who)
     return bot_id
@@ -155,3 +156,57 @@ def test_bad_input_is_a_400_naming_it(lab: Lab) -> None:
     with pytest.raises(CozeAPIError) as unpublished:
         values(lab, "alice", draft_only, "u1")
     assert unpublished.value.code == 4015
+
+
+def test_the_agent_saves_a_variable_with_the_built_in_tool(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    bot_id = variable_bot(lab, save_variables=True)
+    shown = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "true"}).json()["data"]
+    assert shown["save_variables"] is True
+    model_server.script(
+        [
+            ToolCallsReply(
+                [ScriptedToolCall("save_variable", {"keyword": "city", "value": "Oslo"}, id="c1")]
+            ),
+            TextReply("Noted: Oslo."),
+            # a keyword the bot does not have: the model is told, nothing is written
+            ToolCallsReply(
+                [ScriptedToolCall("save_variable", {"keyword": "pet", "value": "cat"}, id="c2")]
+            ),
+            TextReply("I cannot remember pets."),
+            TextReply("Hello."),
+        ]
+    )
+    poll = lab.coze().chat.create_and_poll(
+        bot_id=bot_id, user_id="u1", additional_messages=ask("I live in Oslo.")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED, poll.chat.last_error
+    offered = model_server.requests[0]["tools"][0]["function"]
+    assert offered["name"] == "save_variable"
+    assert offered["parameters"]["properties"]["keyword"]["enum"] == ["name", "city"]
+    assert "what to call the user" in offered["description"]
+    assert [m.type for m in poll.messages] == ["function_call", "tool_response", "answer"]
+    assert poll.messages[1].content == "saved city"
+    assert values(lab, "alice", bot_id, "u1") == {"name": "friend", "city": "Oslo"}
+    assert values(lab, "alice", bot_id, "u2")["city"] == ""  # another end user: untouched
+
+    refused = lab.coze().chat.create_and_poll(
+        bot_id=bot_id, user_id="u1", additional_messages=ask("I have a cat.")
+    )
+    assert refused.chat.status == ChatStatus.COMPLETED, refused.chat.last_error
+    assert "unknown variable keywords: pet" in refused.messages[1].content
+    # the next chat's prompt carries the saved value
+    list(lab.coze().chat.stream(bot_id=bot_id, user_id="u1", additional_messages=ask("Hi")))
+    assert model_server.requests[-1]["messages"][0]["content"] == (
+        "Call the user friend; they live in Oslo."
+    )
+
+
+def test_without_the_switch_no_tool_is_offered(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = variable_bot(lab)
+    model_server.script([TextReply("Hi.")])
+    list(lab.coze().chat.stream(bot_id=bot_id, user_id="u1", additional_messages=ask("Hi")))
+    assert "tools" not in model_server.requests[-1] or not model_server.requests[-1]["tools"]
+    response = lab.post("/v1/bot/update", json={"bot_id": bot_id, "save_variables": "yes"})
+    assert response.json()["code"] == 4000 and "save_variables" in response.json()["msg"]

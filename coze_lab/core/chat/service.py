@@ -26,6 +26,7 @@ from coze_lab.core.chat.tools import (
     ToolOutcome,
     function_tools,
     tool_text,
+    variable_tools,
     workflow_tool,
 )
 from coze_lab.core.clock import Clock, utcnow
@@ -169,7 +170,13 @@ class ChatService:
             if new
             else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
         )
-        tools = self._toolbox(owner_id, connector_id, resolved.config)
+        end_user = request.user_id or str(owner_id)
+        tools = self._toolbox(
+            owner_id,
+            connector_id,
+            resolved.config,
+            Scope(resolved.bot.id, owner_id, conversation.connector_id, end_user),
+        )
         new_chat = self.store.prepare(
             conversation,
             bot_id=resolved.bot.id,
@@ -192,7 +199,7 @@ class ChatService:
         messages += [self._model_message(owner_id, m, strict=False) for m in history]
         messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
         await self._copy_inputs(owner_id, resolved.bot.workspace_id, conversation.id, request)
-        state = AgentState(messages=messages, config=resolved.config)
+        state = AgentState(messages=messages, config=resolved.config, end_user=end_user)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
@@ -279,7 +286,10 @@ class ChatService:
         state.pending = []
         self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
-        tools = self._toolbox(owner_id, connector_id, state.config)
+        scope = None
+        if chat.bot_id is not None and state.end_user:
+            scope = Scope(chat.bot_id, owner_id, connector_id, state.end_user)
+        tools = self._toolbox(owner_id, connector_id, state.config, scope)
         channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
@@ -587,7 +597,9 @@ class ChatService:
         )
         return values
 
-    def _toolbox(self, owner_id: int, connector_id: str, config: BotConfig) -> ToolBox:
+    def _toolbox(
+        self, owner_id: int, connector_id: str, config: BotConfig, scope: Scope | None = None
+    ) -> ToolBox:
         draft = connector_id == connectors.PLAYGROUND
         tools: list[Tool] = []
         for workflow_id in config.workflow_ids:
@@ -601,6 +613,8 @@ class ChatService:
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
         tools += function_tools(config)
+        if config.save_variables and scope is not None and self.variables is not None:
+            tools += variable_tools(config, scope, self.variables)
         return ToolBox(tools)
 
     def _workflow_runner(self, owner_id: int) -> Any:
