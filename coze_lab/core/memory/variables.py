@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService
@@ -151,8 +151,11 @@ class VariableService:
             try:
                 self._write(scope, values)
                 return
-            except IntegrityError:
-                if attempt == 2:
+            except DBAPIError as exc:
+                # the loser of the race: a unique violation, or on MariaDB a deadlock on the
+                # gap both writers locked (the transaction rolled back: nothing was written)
+                retry = isinstance(exc, IntegrityError) or "deadlock" in str(exc).lower()
+                if not retry or attempt == 2:
                     raise
 
     def values(self, scope: Scope, config: BotConfig) -> dict[str, str]:
