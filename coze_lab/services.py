@@ -85,6 +85,9 @@ class Runtime:
         from coze_lab.core.memory import TableService
 
         self.tables = TableService(self.db, clock=clock)
+        from coze_lab.core.memory.variables import VariableService
+
+        self.variables = VariableService(self.db, self.bots, clock=clock)
         from coze_lab.core.usage import UsageService
 
         self.usage = UsageService(self.db)
@@ -251,6 +254,7 @@ class Runtime:
                     max_text_chars=self.config.chat_file_text_chars,
                 ),
                 workspaces=WorkspaceRoot(self.config.workspace_path),
+                variables=self.variables,
             )
         return self._chats
 

@@ -381,7 +381,8 @@ class Message(Base):
 
 
 class VariableValue(Base):
-    """A bot variable's value for one end user on one connector (``/v1/variables``)."""
+    """A bot variable's value for one end user (``connector_uid``) of a token owner's app
+    on one connector (``/v1/variables``)."""
 
     __tablename__ = "variable_values"
 
@@ -389,13 +390,21 @@ class VariableValue(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     connector_id: Mapped[str] = mapped_column(String(32))
+    connector_uid: Mapped[str] = mapped_column(String(255), server_default="")
     keyword: Mapped[str] = mapped_column(String(255))
     value: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime]
 
     __table_args__ = (
         Index(
-            "ux_variable_values_key", "bot_id", "owner_id", "connector_id", "keyword", unique=True
+            "ux_variable_values_end_user",
+            "bot_id",
+            "owner_id",
+            "connector_id",
+            "connector_uid",
+            "keyword",
+            unique=True,
         ),
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from coze_lab.core.bots.config import (
@@ -49,6 +50,7 @@ from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
 from coze_lab.core.limits import Limits, text
+from coze_lab.core.memory.variables import check_uid, check_values
 
 MAX_ADDITIONAL_MESSAGES = 100
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -374,6 +376,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         changes["variables"] = _variables(body["variables"], limits)
     if "functions" in body:
         changes["functions"] = _functions(body["functions"], limits)
+    if "save_variables" in body:
+        if not isinstance(body["save_variables"], bool):
+            raise InvalidParameter("save_variables must be true or false")
+        changes["save_variables"] = body["save_variables"]
     return changes
 
 
@@ -505,3 +511,51 @@ def _str_list(value: Any) -> bool:
 
 def _unique(items: Any) -> tuple[Any, ...]:
     return tuple(dict.fromkeys(items))
+
+
+@dataclass(frozen=True)
+class VariablesRequest:
+    """A ``/v1/variables`` request: the bot, the connector asked for (None: the token's),
+    the end user, and the keywords (retrieve) or the values (update)."""
+
+    bot_id: int
+    connector_id: str | None
+    connector_uid: str
+    keywords: tuple[str, ...] = ()
+    values: Mapping[str, str] = field(default_factory=dict)
+
+
+def _variables_target(fields: Mapping[str, Any]) -> tuple[int, str | None, str]:
+    if fields.get("app_id") and not fields.get("bot_id"):
+        raise InvalidParameter("app_id: coze_lab has no apps; name the bot_id")
+    connector = fields.get("connector_id")
+    if connector is not None and not isinstance(connector, str):
+        raise InvalidParameter("connector_id must be a string")
+    return (
+        parse_id(fields.get("bot_id"), "bot_id"),
+        connector or None,
+        check_uid(fields.get("connector_uid")),
+    )
+
+
+def parse_variables_query(query: Mapping[str, str | None]) -> VariablesRequest:
+    """``GET /v1/variables?bot_id=&connector_id=&connector_uid=&keywords=a,b``.
+
+    Example:
+        >>> parse_variables_query({"bot_id": "7", "connector_uid": "u1", "keywords": "a,b"})
+        ... # doctest: +ELLIPSIS
+        VariablesRequest(bot_id=7, connector_id=None, connector_uid='u1', keywords=('a', 'b'), ...)
+    """
+    bot_id, connector, uid = _variables_target(query)
+    raw = query.get("keywords") or ""
+    keywords = tuple(k.strip() for k in raw.split(",") if k.strip())
+    if len(keywords) > MAX_VARIABLES:
+        raise InvalidParameter(f"keywords names at most {MAX_VARIABLES} variables")
+    return VariablesRequest(bot_id, connector, uid, keywords=keywords)
+
+
+def parse_variables_update(body: Mapping[str, Any]) -> VariablesRequest:
+    """``PUT /v1/variables``: ``{bot_id, connector_id?, connector_uid, data: [{keyword,
+    value}]}``; a value is at most ``MAX_VALUE_CHARS`` (10,000) characters."""
+    bot_id, connector, uid = _variables_target(body)
+    return VariablesRequest(bot_id, connector, uid, values=check_values(body.get("data")))

@@ -95,6 +95,7 @@ from coze_lab.web.handlers.tables import (
     TablesHandler,
 )
 from coze_lab.web.handlers.users import UserMeHandler
+from coze_lab.web.handlers.variables import VariablesHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
@@ -767,6 +768,33 @@ ROUTES: tuple[Route, ...] = (
         COZE,
         scope="chat",
         ops=(Op("get", "A conversation", "conversations", data=s.CONVERSATION, query=s.CONV_Q),),
+    ),
+    Route(
+        "/v1/variables",
+        VariablesHandler,
+        COZE,
+        scope="chat",
+        ops=(
+            Op(
+                "get",
+                "An end user's values of a bot's variables (defaults for those never set)",
+                "variables",
+                data=s.VARIABLE_VALUES,
+                query=(
+                    ("bot_id", "string", True),
+                    ("connector_uid", "string", True),
+                    ("connector_id", "string", False),
+                    ("keywords", "string", False),
+                    ("app_id", "string", False),
+                ),
+            ),
+            Op(
+                "put",
+                "Set an end user's values of a bot's variables (all or none)",
+                "variables",
+                body=s.VARIABLES_UPDATE,
+            ),
+        ),
     ),
     Route(
         "/v1/conversations",

@@ -360,6 +360,10 @@ BOT_BODY = {
             "description": "not supported: a non-empty value is a 400 (set icon_url)",
         },
         "icon_url": {"type": ["string", "null"], "maxLength": 1024},
+        "save_variables": {
+            "type": "boolean",
+            "description": "offer the model a save_variable tool (the bot's enabled variables)",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -427,4 +431,42 @@ BOT_UPDATE_BODY = {
     **BOT_BODY,
     "properties": {"bot_id": ID, **BOT_BODY["properties"]},
     "required": ["bot_id"],
+}
+#: ``/v1/variables``: an end user's values of a bot's variables
+VARIABLE_VALUE = {
+    "type": "object",
+    "properties": {
+        "keyword": {"type": "string"},
+        "value": {"type": "string"},
+        "create_time": {"type": "integer"},
+        "update_time": {"type": "integer"},
+    },
+    "required": ["keyword", "value"],
+}
+VARIABLE_VALUES = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": VARIABLE_VALUE}},
+}
+VARIABLES_UPDATE = {
+    "type": "object",
+    "required": ["bot_id", "connector_uid", "data"],
+    "properties": {
+        "bot_id": ID,
+        "app_id": {"type": "string"},
+        "connector_id": {"type": "string"},
+        "connector_uid": {"type": "string", "minLength": 1, "maxLength": 255},
+        "data": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 100,
+            "items": {
+                "type": "object",
+                "required": ["keyword", "value"],
+                "properties": {
+                    "keyword": {"type": "string"},
+                    "value": {"type": "string", "maxLength": 10000},
+                },
+            },
+        },
+    },
 }

@@ -16,6 +16,7 @@ from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
+from coze_lab.core.memory.variables import VariableItem
 from coze_lab.core.plugins import CallRecord, PluginInfo, ToolResult
 from coze_lab.core.spaces import MemberInfo, SpaceInfo
 from coze_lab.core.tokens import TokenInfo
@@ -316,6 +317,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
             }
             for v in config.variables
         ],
+        "save_variables": config.save_variables,
         "workflow_info_list": [
             {"id": str(i), "name": "", "description": "", "icon_url": ""}
             for i in config.workflow_ids
@@ -599,5 +601,21 @@ def usage(report: Iterable[UserUsage]) -> dict[str, Any]:
                 "tokens": u.tokens,
             }
             for u in report
+        ]
+    }
+
+
+def variable_values(items: Iterable[VariableItem]) -> dict[str, Any]:
+    """``GET /v1/variables``: ``{items: [{keyword, value, create_time, update_time}]}``;
+    a value never set is its default, with times 0."""
+    return {
+        "items": [
+            {
+                "keyword": item.keyword,
+                "value": item.value,
+                "create_time": to_unix(item.created_at) if item.created_at else 0,
+                "update_time": to_unix(item.updated_at) if item.updated_at else 0,
+            }
+            for item in items
         ]
     }

@@ -116,6 +116,9 @@ class BotConfig:
     suggest_reply_prompt: str = ""
     #: text, markdown or json (the model is asked for a JSON object)
     response_format: str = "text"
+    #: the model gets the built-in ``save_variable`` tool: it stores what the end user tells
+    #: it in one of the bot's enabled variables
+    save_variables: bool = False
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -139,6 +142,7 @@ class BotConfig:
             "suggest_reply_mode": self.suggest_reply_mode,
             "suggest_reply_prompt": self.suggest_reply_prompt,
             "response_format": self.response_format,
+            "save_variables": self.save_variables,
         }
 
     @classmethod
@@ -166,6 +170,7 @@ class BotConfig:
             suggest_reply_mode=data.get("suggest_reply_mode", "disable"),
             suggest_reply_prompt=data.get("suggest_reply_prompt", ""),
             response_format=data.get("response_format", "text"),
+            save_variables=bool(data.get("save_variables", False)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

@@ -54,6 +54,8 @@ class AgentState:
     round: int = 0
     usage: Usage = field(default_factory=Usage)
     pending: list[dict[str, Any]] = field(default_factory=list)
+    #: the end user (``sys_user_id``): whose variables the ``save_variable`` tool writes
+    end_user: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +64,7 @@ class AgentState:
             "round": self.round,
             "usage": self.usage.to_dict(),
             "pending": self.pending,
+            "end_user": self.end_user,
         }
 
     @classmethod
@@ -72,6 +75,7 @@ class AgentState:
             round=int(data["round"]),
             usage=Usage(**data["usage"]),
             pending=list(data["pending"]),
+            end_user=str(data.get("end_user", "")),
         )
 
 

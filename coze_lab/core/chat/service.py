@@ -26,6 +26,7 @@ from coze_lab.core.chat.tools import (
     ToolOutcome,
     function_tools,
     tool_text,
+    variable_tools,
     workflow_tool,
 )
 from coze_lab.core.clock import Clock, utcnow
@@ -39,6 +40,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.spec import WorkflowSpec
 from coze_lab.core.workspace import WorkspaceRoot
@@ -111,8 +113,11 @@ class ChatService:
         lost_after_s: float = LOST_AFTER_S,
         attachments: Attachments | None = None,
         workspaces: WorkspaceRoot | None = None,
+        variables: VariableService | None = None,
     ) -> None:
         self.bots = bots
+        #: end users' stored variable values (None: the bot's defaults only)
+        self.variables = variables
         #: reads the files messages name into the model's context (None: placeholders only)
         self.attachments = attachments
         #: files uploaded to a chat are copied to input/ of the conversation's workspace
@@ -165,7 +170,13 @@ class ChatService:
             if new
             else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
         )
-        tools = self._toolbox(owner_id, connector_id, resolved.config)
+        end_user = request.user_id or str(owner_id)
+        tools = self._toolbox(
+            owner_id,
+            connector_id,
+            resolved.config,
+            Scope(resolved.bot.id, owner_id, conversation.connector_id, end_user),
+        )
         new_chat = self.store.prepare(
             conversation,
             bot_id=resolved.bot.id,
@@ -188,7 +199,7 @@ class ChatService:
         messages += [self._model_message(owner_id, m, strict=False) for m in history]
         messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
         await self._copy_inputs(owner_id, resolved.bot.workspace_id, conversation.id, request)
-        state = AgentState(messages=messages, config=resolved.config)
+        state = AgentState(messages=messages, config=resolved.config, end_user=end_user)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
@@ -275,7 +286,10 @@ class ChatService:
         state.pending = []
         self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
-        tools = self._toolbox(owner_id, connector_id, state.config)
+        scope = None
+        if chat.bot_id is not None and state.end_user:
+            scope = Scope(chat.bot_id, owner_id, connector_id, state.end_user)
+        tools = self._toolbox(owner_id, connector_id, state.config, scope)
         channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
@@ -306,6 +320,7 @@ class ChatService:
         ``/v3/chat/message/list``)."""
         chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
         return self.store.messages(chat.id)
+
     def _canceled_elsewhere(self, chat_id: str) -> None:
         task = self._tasks.get(int(chat_id))
         if task is not None:
@@ -563,10 +578,17 @@ class ChatService:
         chat: ChatInfo,
         request: ChatRequest,
     ) -> dict[str, str]:
-        values = resolved.config.variable_defaults()
+        end_user = request.user_id or str(conversation.owner_id)
+        if self.variables is None:
+            values = resolved.config.variable_defaults()
+        else:  # the end user's stored values override the defaults
+            scope = Scope(
+                resolved.bot.id, conversation.owner_id, conversation.connector_id, end_user
+            )
+            values = self.variables.values(scope, resolved.config)
         values.update(request.custom_variables)
         values.update(
-            sys_user_id=request.user_id or str(conversation.owner_id),
+            sys_user_id=end_user,
             sys_bot_id=str(resolved.bot.id),
             sys_conversation_id=str(conversation.id),
             sys_chat_id=str(chat.id),
@@ -575,7 +597,9 @@ class ChatService:
         )
         return values
 
-    def _toolbox(self, owner_id: int, connector_id: str, config: BotConfig) -> ToolBox:
+    def _toolbox(
+        self, owner_id: int, connector_id: str, config: BotConfig, scope: Scope | None = None
+    ) -> ToolBox:
         draft = connector_id == connectors.PLAYGROUND
         tools: list[Tool] = []
         for workflow_id in config.workflow_ids:
@@ -589,6 +613,8 @@ class ChatService:
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
         tools += function_tools(config)
+        if config.save_variables and scope is not None and self.variables is not None:
+            tools += variable_tools(config, scope, self.variables)
         return ToolBox(tools)
 
     def _workflow_runner(self, owner_id: int) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -10,6 +11,7 @@ from typing import Any
 
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.errors import CozeLabError
+from coze_lab.core.memory.variables import Scope, VariableService, check_values
 from coze_lab.core.workflows.spec import WorkflowSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -34,7 +36,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    kind: str  # workflow | plugin | function
+    kind: str  # workflow | plugin | function | variable
     invoke: Callable[[dict[str, Any]], Awaitable[ToolOutcome]] | None
     ref: dict[str, str] = field(default_factory=dict)
 
@@ -109,6 +111,49 @@ def workflow_tool(
 
 def function_tools(config: BotConfig) -> list[Tool]:
     return [Tool(f.name, f.description, f.parameters, "function", None) for f in config.functions]
+
+
+#: the built-in tool of a bot with ``save_variables`` switched on
+SAVE_VARIABLE = "save_variable"
+
+
+def variable_tools(config: BotConfig, scope: Scope, variables: VariableService) -> list[Tool]:
+    """``save_variable``: the model stores what the end user told it in one of the bot's
+    enabled variables (that user's value on that connector; the next chat's prompt uses
+    it). None when the bot has no enabled variable."""
+    described = {v.keyword: v.description for v in config.variables if v.enable}
+    if not described:
+        return []
+
+    async def invoke(arguments: dict[str, Any]) -> ToolOutcome:
+        keyword, value = arguments.get("keyword"), arguments.get("value")
+        try:
+            values = check_values([{"keyword": keyword, "value": value}])
+            await asyncio.to_thread(variables.update, scope, config, values)
+        except CozeLabError as exc:
+            return error_outcome(exc)
+        return ToolOutcome(f"saved {keyword}", meta={"keyword": str(keyword)})
+
+    listing = "; ".join(f"{k}: {d}" if d else k for k, d in described.items())
+    return [
+        Tool(
+            name=SAVE_VARIABLE,
+            description=(
+                "Remember something the user told you about themselves, for later chats, in"
+                f" one of these variables ({listing})."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "keyword": {"type": "string", "enum": list(described)},
+                    "value": {"type": "string"},
+                },
+                "required": ["keyword", "value"],
+            },
+            kind="variable",
+            invoke=invoke,
+        )
+    ]
 
 
 def function_name(name: str) -> str:
