@@ -782,7 +782,7 @@ ROUTES: tuple[Route, ...] = (
                 data=s.VARIABLE_VALUES,
                 query=(
                     ("bot_id", "string", True),
-                    ("connector_uid", "string", True),
+                    ("connector_uid", {"type": "string", "minLength": 1, "maxLength": 255}, True),
                     ("connector_id", "string", False),
                     ("keywords", "string", False),
                     ("app_id", "string", False),

@@ -463,7 +463,7 @@ VARIABLES_UPDATE = {
                 "type": "object",
                 "required": ["keyword", "value"],
                 "properties": {
-                    "keyword": {"type": "string"},
+                    "keyword": {"type": "string", "minLength": 1},
                     "value": {"type": "string", "maxLength": 10000},
                 },
             },

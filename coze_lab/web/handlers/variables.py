@@ -14,6 +14,7 @@ class VariablesHandler(CozeHandler):
     """GET: the values (defaults for those never set); PUT: set some, all or none."""
 
     def get(self) -> None:
+        self.coze_user()  # who asks comes before what is asked (401 before 400)
         query = {
             name: self.get_query_argument(name, None)
             for name in ("app_id", "bot_id", "connector_id", "connector_uid", "keywords")
@@ -24,6 +25,7 @@ class VariablesHandler(CozeHandler):
         self.reply(serialize.variable_values(items))
 
     def put(self) -> None:
+        self.coze_user()
         request = parse_variables_update(self.json_body())
         scope, config = self._scope(request)
         self.runtime.variables.update(scope, config, request.values)
