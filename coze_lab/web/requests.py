@@ -371,6 +371,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         changes["variables"] = _variables(body["variables"], limits)
     if "functions" in body:
         changes["functions"] = _functions(body["functions"], limits)
+    if "file_tools" in body:
+        if not isinstance(body["file_tools"], bool):
+            raise InvalidParameter("file_tools must be true or false")
+        changes["file_tools"] = body["file_tools"]
     return changes
 
 

@@ -264,6 +264,10 @@ BOT_BODY = {
         "icon_url": STR,
         "variables": {"type": "array"},
         "functions": {"type": "array", "description": "client-side tools (requires_action)"},
+        "file_tools": {
+            "type": "boolean",
+            "description": "list_files, read_file and write_file on the session's workspace",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)

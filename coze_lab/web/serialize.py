@@ -331,6 +331,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
             for t in config.plugin_tools
         ],
         "functions": [f.to_dict() for f in config.functions],
+        "file_tools": config.file_tools,
         "connectors": {k: str(v) for k, v in info.connectors.items()},
     }
 

@@ -116,6 +116,8 @@ class BotConfig:
     suggest_reply_prompt: str = ""
     #: text, markdown or json (the model is asked for a JSON object)
     response_format: str = "text"
+    #: the model gets list_files, read_file and write_file on the session's workspace
+    file_tools: bool = False
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -139,6 +141,7 @@ class BotConfig:
             "suggest_reply_mode": self.suggest_reply_mode,
             "suggest_reply_prompt": self.suggest_reply_prompt,
             "response_format": self.response_format,
+            "file_tools": self.file_tools,
         }
 
     @classmethod
@@ -166,6 +169,7 @@ class BotConfig:
             suggest_reply_mode=data.get("suggest_reply_mode", "disable"),
             suggest_reply_prompt=data.get("suggest_reply_prompt", ""),
             response_format=data.get("response_format", "text"),
+            file_tools=bool(data.get("file_tools", False)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

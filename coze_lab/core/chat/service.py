@@ -17,6 +17,7 @@ from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.file_tools import FileWrite, file_tools
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -111,12 +112,15 @@ class ChatService:
         lost_after_s: float = LOST_AFTER_S,
         attachments: Attachments | None = None,
         workspaces: WorkspaceRoot | None = None,
+        file_history: Any = None,
     ) -> None:
         self.bots = bots
         #: reads the files messages name into the model's context (None: placeholders only)
         self.attachments = attachments
         #: files uploaded to a chat are copied to input/ of the conversation's workspace
         self.workspaces = workspaces
+        #: who wrote which workspace file (FileHistory; None: not recorded)
+        self.file_history = file_history
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -165,7 +169,8 @@ class ChatService:
             if new
             else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
         )
-        tools = self._toolbox(owner_id, connector_id, resolved.config)
+        session = (resolved.bot.workspace_id, conversation.id)
+        tools = self._toolbox(owner_id, connector_id, resolved.config, session)
         new_chat = self.store.prepare(
             conversation,
             bot_id=resolved.bot.id,
@@ -275,7 +280,11 @@ class ChatService:
         state.pending = []
         self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
-        tools = self._toolbox(owner_id, connector_id, state.config)
+        session = None
+        if state.config.file_tools and chat.bot_id is not None:
+            space_id = self.bots.resolve(owner_id, chat.bot_id, connector_id).bot.workspace_id
+            session = (space_id, conversation.id)
+        tools = self._toolbox(owner_id, connector_id, state.config, session)
         channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
@@ -306,6 +315,7 @@ class ChatService:
         ``/v3/chat/message/list``)."""
         chat = self.store.get(owner_id, connector_id, conversation_id, chat_id)
         return self.store.messages(chat.id)
+
     def _canceled_elsewhere(self, chat_id: str) -> None:
         task = self._tasks.get(int(chat_id))
         if task is not None:
@@ -575,9 +585,19 @@ class ChatService:
         )
         return values
 
-    def _toolbox(self, owner_id: int, connector_id: str, config: BotConfig) -> ToolBox:
+    def _toolbox(
+        self,
+        owner_id: int,
+        connector_id: str,
+        config: BotConfig,
+        session: tuple[int, int] | None = None,
+    ) -> ToolBox:
+        """The chat's tools; ``session`` (space id, conversation id) names the workspace the
+        file tools work in."""
         draft = connector_id == connectors.PLAYGROUND
         tools: list[Tool] = []
+        if config.file_tools:
+            tools += self._file_tools(owner_id, session)
         for workflow_id in config.workflow_ids:
             # a published bot runs the versions it was published with (none pinned: the
             # bot was published before versions were pinned; it runs the newest)
@@ -590,6 +610,27 @@ class ChatService:
             tools += self._plugin_tools(owner_id, config, draft)
         tools += function_tools(config)
         return ToolBox(tools)
+
+    def _file_tools(self, owner_id: int, session: tuple[int, int] | None) -> list[Tool]:
+        if self.workspaces is None or session is None:
+            raise InvalidParameter("this bot uses file tools, but workspaces are not available")
+        workspaces, (space_id, conversation_id) = self.workspaces, session
+        history = self.file_history
+
+        def record(entry: FileWrite) -> None:
+            if history is not None:
+                history.record(
+                    space_id=space_id,
+                    session_id=conversation_id,
+                    path=entry.path,
+                    action="write",
+                    size=entry.size,
+                    actor_id=owner_id,
+                    chat_id=entry.chat_id,
+                    message_id=entry.message_id,
+                )
+
+        return file_tools(lambda: workspaces.session(space_id, conversation_id), record)
 
     def _workflow_runner(self, owner_id: int) -> Any:
         async def run(

@@ -1,0 +1,162 @@
+"""Bots with ``file_tools``: the scripted local model server calls list_files, read_file and
+write_file through a real ``coze-lab serve``; cozepy runs the chat; the files land in (and
+stay inside) the conversation's workspace folder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cozepy import ChatStatus, Coze, Message, MessageObjectString, TokenAuth
+
+from coze_lab.config import CozeLab
+from coze_lab.services import Runtime
+from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from tests.support import ServerProcess
+
+
+class Lab:
+    def __init__(self, server: ServerProcess, token: str, space: str, tmp: Path) -> None:
+        self.server, self.token, self.space, self.tmp = server, token, space, tmp
+
+    def workspace(self, conversation_id: str) -> Path:
+        return self.tmp / "server-data" / "coze_workspaces" / self.space / conversation_id
+
+    def coze(self) -> Coze:
+        return Coze(auth=TokenAuth(self.token), base_url=self.server.url)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        response = httpx.request(
+            method, self.server.url + path, headers=headers, timeout=30, **kwargs
+        )
+        return response.json()
+
+    def bot(self, **fields: Any) -> str:
+        body = {"name": "Analyst", "space_id": self.space, **fields}
+        reply = self.request("POST", "/v1/bot/create", json=body)
+        assert reply["code"] == 0, reply
+        bot_id = reply["data"]["bot_id"]
+        self.coze().bots.publish(bot_id=bot_id, connector_ids=["1024"])
+        return bot_id
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]:
+    data_dir = tmp_path / "server-data"
+    runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
+    runtime.start()
+    user = runtime.identity.ensure_user("alice")
+    token = runtime.tokens.create(user.id, "alice")[1]
+    runtime.db.dispose()
+    models = tmp_path / "models.json"
+    models.write_text(
+        json.dumps(
+            {"default": "m", "models": [{"id": "m", "base_url": model_server.url, "model": "m"}]}
+        )
+    )
+    process = ServerProcess(data_dir, db_url, env={"COZE_LAB_MODELS_FILE": str(models)}).start()
+    yield Lab(process, token, str(user.workspace_id), tmp_path)
+    process.stop()
+
+
+def call(name: str, call_id: str, **arguments: Any) -> ToolCallsReply:
+    return ToolCallsReply([ScriptedToolCall(name, arguments, id=call_id)])
+
+
+def tool_result(request: dict[str, Any], call_id: str) -> str:
+    (message,) = [m for m in request["messages"] if m.get("tool_call_id") == call_id]
+    return message["content"]
+
+
+def test_the_agent_reads_its_input_and_writes_output_summary(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    csv = lab.tmp / "sales.csv"
+    csv.write_bytes(b"region,amount\nnorth,120\nsouth,80\n")
+    file_id = lab.coze().files.upload(file=csv).id
+    bot_id = lab.bot(file_tools=True)
+    assert lab.request("GET", f"/v1/bots/{bot_id}")["data"]["file_tools"] is True
+    model_server.script(
+        [
+            call("list_files", "c1"),
+            call("read_file", "c2", path="input/sales.csv", offset=14, limit=9),
+            call("write_file", "c3", path="output/summary.md", content="# Sales\n\nnorth: 120\n"),
+            TextReply("Wrote output/summary.md."),
+        ]
+    )
+    chat = lab.coze().chat.create_and_poll(
+        bot_id=bot_id,
+        user_id="u-1",
+        additional_messages=[
+            Message.build_user_question_objects(
+                [
+                    MessageObjectString.build_text("Summarise the sales."),
+                    MessageObjectString.build_file(file_id=file_id),
+                ]
+            )
+        ],
+    )
+    assert chat.chat.status == ChatStatus.COMPLETED
+    offered = {t["function"]["name"] for t in model_server.requests[0]["tools"]}
+    assert offered == {"list_files", "read_file", "write_file"}
+    listing = json.loads(tool_result(model_server.requests[1], "c1"))
+    assert listing == {"files": [{"path": "input/sales.csv", "size": 33}]}
+    page = tool_result(model_server.requests[2], "c2")
+    assert page == (
+        "input/sales.csv: characters 14..23 of 33 (more: read again with offset=23)\nnorth,120"
+    )
+    assert tool_result(model_server.requests[3], "c3") == "wrote 20 bytes to output/summary.md"
+    summary = lab.workspace(chat.chat.conversation_id) / "output" / "summary.md"
+    assert summary.read_text() == "# Sales\n\nnorth: 120\n"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"path": "input/sales.csv", "content": "x"}, "input/ is read-only"),
+        ({"path": "../../escape.md", "content": "x"}, "leaves the session workspace"),
+        ({"path": "/tmp/escape.md", "content": "x"}, "is absolute"),
+        ({"path": "notes.md", "content": "x"}, "must be a file under"),
+    ],
+)
+def test_writes_stay_in_scratchpad_and_output(
+    lab: Lab, model_server: ModelServer, arguments: dict[str, Any], error: str
+) -> None:
+    bot_id = lab.bot(file_tools=True)
+    model_server.script([call("write_file", "w", **arguments), TextReply("Could not.")])
+    chat = lab.coze().chat.create_and_poll(
+        bot_id=bot_id,
+        user_id="u-1",
+        additional_messages=[Message.build_user_question_text("Write it.")],
+    )
+    assert chat.chat.status == ChatStatus.COMPLETED
+    result = tool_result(model_server.requests[1], "w")
+    assert result.startswith("error: ") and error in result
+    workspace = lab.workspace(chat.chat.conversation_id)
+    assert [p for p in workspace.rglob("*") if p.is_file()] == []
+    assert not (lab.tmp / "escape.md").exists() and not Path("/tmp/escape.md").exists()
+
+
+def test_bots_without_the_flag_get_no_file_tools(lab: Lab, model_server: ModelServer) -> None:
+    bot_id = lab.bot()
+    assert lab.request("GET", f"/v1/bots/{bot_id}")["data"]["file_tools"] is False
+    model_server.script([TextReply("Hi.")])
+    lab.coze().chat.create_and_poll(
+        bot_id=bot_id,
+        user_id="u-1",
+        additional_messages=[Message.build_user_question_text("Hello")],
+    )
+    assert "tools" not in model_server.requests[0]
+    reply = lab.request("POST", "/v1/bot/create", json={"name": "B", "file_tools": "yes"})
+    assert reply["code"] != 0 and "file_tools must be true or false" in reply["msg"]
