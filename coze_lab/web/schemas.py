@@ -327,3 +327,21 @@ TOOL_RESULT = {
         "request": {"type": ["object", "null"], "description": "summary without secrets"},
     },
 }
+
+FILE_EVENT = {
+    "type": "object",
+    "properties": {
+        "id": ID,
+        "space_id": ID,
+        "conversation_id": ID,
+        "path": {"type": "string", "description": "logical path, e.g. output/summary.md"},
+        "action": {"enum": ["upload", "write"]},
+        "size": {"type": "integer"},
+        "user_id": ID,
+        "chat_id": {"type": ["string", "null"]},
+        "message_id": {"type": ["string", "null"]},
+        "run_id": {"type": ["string", "null"]},
+        "node_id": {"type": ["string", "null"]},
+        "created_at": {"type": "integer"},
+    },
+}

@@ -119,6 +119,27 @@ def test_the_agent_reads_its_input_and_writes_output_summary(
     assert tool_result(model_server.requests[3], "c3") == "wrote 20 bytes to output/summary.md"
     summary = lab.workspace(chat.chat.conversation_id) / "output" / "summary.md"
     assert summary.read_text() == "# Sales\n\nnorth: 120\n"
+    # file_history: the upload (from the user's message) and the write (from the
+    # function_call message of call c3), through the studio endpoint
+    conversation = chat.chat.conversation_id
+    history = lab.request("GET", f"/coze_lab/api/conversations/{conversation}/file_history")
+    assert history["code"] == 0, history
+    items = history["data"]["items"]
+    assert [(i["action"], i["path"], i["size"]) for i in items] == [
+        ("upload", "input/sales.csv", 33),
+        ("write", "output/summary.md", 20),
+    ]
+    messages = lab.coze().chat.messages.list(conversation_id=conversation, chat_id=chat.chat.id)
+    (write_call,) = [
+        m for m in messages if m.type == "function_call" and '"write_file"' in m.content
+    ]
+    asked = lab.coze().conversations.messages.list(conversation_id=conversation)
+    (question,) = [m for m in asked if m.role == "user"]
+    assert items[0]["message_id"] == question.id
+    assert items[1]["message_id"] == write_call.id
+    assert {i["chat_id"] for i in items} == {chat.chat.id}
+    assert {i["space_id"] for i in items} == {lab.space}
+    assert all(i["created_at"] > 0 and i["run_id"] is None for i in items)
 
 
 @pytest.mark.parametrize(
@@ -160,3 +181,10 @@ def test_bots_without_the_flag_get_no_file_tools(lab: Lab, model_server: ModelSe
     assert "tools" not in model_server.requests[0]
     reply = lab.request("POST", "/v1/bot/create", json={"name": "B", "file_tools": "yes"})
     assert reply["code"] != 0 and "file_tools must be true or false" in reply["msg"]
+
+
+def test_file_history_of_someone_elses_conversation_is_not_found(lab: Lab) -> None:
+    reply = lab.request("GET", "/coze_lab/api/conversations/123456789/file_history")
+    assert reply["code"] == 4200
+    reply = lab.request("GET", "/coze_lab/api/conversations/abc/file_history")
+    assert reply["code"] == 4000

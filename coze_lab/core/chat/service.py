@@ -192,7 +192,7 @@ class ChatService:
         # written; one of the history becomes a notice
         messages += [self._model_message(owner_id, m, strict=False) for m in history]
         messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
-        await self._copy_inputs(owner_id, resolved.bot.workspace_id, conversation.id, request)
+        await self._copy_inputs(owner_id, resolved.bot.workspace_id, chat, new_chat.messages)
         state = AgentState(messages=messages, config=resolved.config)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
@@ -212,26 +212,44 @@ class ChatService:
         return ChatHandle(chat, channel, new_chat.messages)
 
     async def _copy_inputs(
-        self, owner_id: int, space_id: int, conversation_id: int, request: ChatRequest
+        self, owner_id: int, space_id: int, chat: ChatInfo, messages: list[MessageInfo]
     ) -> None:
-        """The files the request's messages name, copied to ``input/`` of the session."""
+        """The files the chat's new messages name, copied to ``input/`` of the session (and
+        recorded in the file history)."""
         if self.workspaces is None or self.attachments is None:
             return
-        ids = [i for m in request.messages for i in file_ids(m.content, m.content_type)]
-        uploads = [self.attachments.read(owner_id, file_id) for file_id in dict.fromkeys(ids)]
+        named: dict[str, int] = {}
+        for message in messages:
+            for file_id in file_ids(message.content, message.content_type):
+                named.setdefault(file_id, message.id)
+        uploads = [
+            (self.attachments.read(owner_id, file_id), message_id)
+            for file_id, message_id in named.items()
+        ]
         if not uploads:
             return
-        workspaces = self.workspaces
+        workspaces, history = self.workspaces, self.file_history
 
         def copy() -> None:
-            workspace = workspaces.session(space_id, conversation_id)
-            for info, path in uploads:
-                workspace.add_input(info.file_name, path)
+            workspace = workspaces.session(space_id, chat.conversation_id)
+            for (info, path), message_id in uploads:
+                target = workspace.add_input(info.file_name, path)
+                if history is not None:
+                    history.record(
+                        space_id=space_id,
+                        session_id=chat.conversation_id,
+                        path=f"input/{info.file_name}",
+                        action="upload",
+                        size=target.stat().st_size,
+                        actor_id=owner_id,
+                        chat_id=chat.id,
+                        message_id=message_id,
+                    )
 
         try:
             await asyncio.to_thread(copy)
         except OSError as exc:  # the chat goes on: the model has the files' content anyway
-            log.warning("chat files not copied to workspace %s: %s", conversation_id, exc)
+            log.warning("chat files not copied to workspace %s: %s", chat.conversation_id, exc)
 
     def _model_message(
         self, owner_id: int, message: MessageInfo, *, strict: bool
