@@ -13,10 +13,42 @@ import httpx
 import pytest
 from cozepy import ChatStatus, Coze, Message, MessageObjectString, TokenAuth
 
+import coze_lab as cl
 from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
+from tests.conftest import SANDBOX_CACHE
 from tests.support import ServerProcess
+
+# a workflow whose code node reads the session's input and writes its output (module level:
+# the DSL reads the function's source)
+summarise = cl.Workflow("summarise", description="Summarise input/sales.csv")
+
+
+@summarise.start
+def begin(title: str):
+    """The summary's title."""
+
+
+@summarise.code
+def totals(title: str) -> dict:
+    import csv
+
+    with open("input/sales.csv") as f:
+        rows = list(csv.DictReader(f))
+    total = sum(int(r["amount"]) for r in rows)
+    with open("output/summary.md", "w") as f:
+        f.write(f"# {title}\ntotal: {total}\n")
+    try:
+        with open("input/sales.csv", "w") as f:
+            f.write("changed")
+        input_writable = True
+    except OSError:
+        input_writable = False
+    return {"total": total, "input_writable": input_writable}
+
+
+summarise.end(total="{{totals.total}}", input_writable="{{totals.input_writable}}")
 
 
 class Lab:
@@ -53,6 +85,18 @@ def model_server() -> Iterator[ModelServer]:
 
 @pytest.fixture
 def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]:
+    yield from start_lab(tmp_path, db_url, model_server, {})
+
+
+@pytest.fixture
+def sandbox_lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]:
+    env = {"COZE_LAB_SANDBOX_CACHE_DIR": str(SANDBOX_CACHE), "COZE_LAB_SANDBOX_POOL_SIZE": "1"}
+    yield from start_lab(tmp_path, db_url, model_server, env)
+
+
+def start_lab(
+    tmp_path: Path, db_url: str, model_server: ModelServer, extra: dict[str, str]
+) -> Iterator[Lab]:
     data_dir = tmp_path / "server-data"
     runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))
     runtime.start()
@@ -65,7 +109,8 @@ def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]
             {"default": "m", "models": [{"id": "m", "base_url": model_server.url, "model": "m"}]}
         )
     )
-    process = ServerProcess(data_dir, db_url, env={"COZE_LAB_MODELS_FILE": str(models)}).start()
+    env = {"COZE_LAB_MODELS_FILE": str(models), **extra}
+    process = ServerProcess(data_dir, db_url, env=env).start()
     yield Lab(process, token, str(user.workspace_id), tmp_path)
     process.stop()
 
@@ -188,3 +233,50 @@ def test_file_history_of_someone_elses_conversation_is_not_found(lab: Lab) -> No
     assert reply["code"] == 4200
     reply = lab.request("GET", "/coze_lab/api/conversations/abc/file_history")
     assert reply["code"] == 4000
+
+
+def test_code_nodes_of_a_chats_workflow_see_the_conversations_workspace(
+    sandbox_lab: Lab, model_server: ModelServer
+) -> None:
+    lab = sandbox_lab
+    saved = lab.request(
+        "POST",
+        "/coze_lab/api/workflows",
+        json={"definition": summarise.validate().to_dict(), "publish": True},
+    )
+    workflow_id = saved["data"]["id"]
+    csv = lab.tmp / "sales.csv"
+    csv.write_bytes(b"region,amount\nnorth,120\nsouth,80\n")
+    file_id = lab.coze().files.upload(file=csv).id
+    bot_id = lab.bot(workflow_id_list={"ids": [{"id": workflow_id}]})
+    model_server.script(
+        [call("summarise", "s1", title="Sales"), TextReply("See output/summary.md.")]
+    )
+    chat = lab.coze().chat.create_and_poll(
+        bot_id=bot_id,
+        user_id="u-1",
+        additional_messages=[
+            Message.build_user_question_objects(
+                [
+                    MessageObjectString.build_text("Summarise."),
+                    MessageObjectString.build_file(file_id=file_id),
+                ]
+            )
+        ],
+    )
+    assert chat.chat.status == ChatStatus.COMPLETED, chat.chat.last_error
+    result = json.loads(tool_result(model_server.requests[1], "s1"))
+    # input/ is read-only in the sandbox; output/ is copied back to the host folder
+    assert result == {"total": 200, "input_writable": False}
+    workspace = lab.workspace(chat.chat.conversation_id)
+    assert (workspace / "output" / "summary.md").read_text() == "# Sales\ntotal: 200\n"
+    assert (workspace / "input" / "sales.csv").read_bytes().startswith(b"region,amount")
+    conversation = chat.chat.conversation_id
+    items = lab.request("GET", f"/coze_lab/api/conversations/{conversation}/file_history")
+    written = items["data"]["items"][-1]
+    assert (written["action"], written["path"], written["node_id"]) == (
+        "write",
+        "output/summary.md",
+        "totals",
+    )
+    assert written["run_id"] and written["chat_id"] == chat.chat.id

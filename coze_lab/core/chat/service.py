@@ -17,7 +17,7 @@ from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
-from coze_lab.core.chat.file_tools import FileWrite, file_tools
+from coze_lab.core.chat.file_tools import CURRENT_CALL, FileWrite, file_tools
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -38,9 +38,10 @@ from coze_lab.core.conversations import (
     new_message,
 )
 from coze_lab.core.conversations.content import file_ids, model_content
-from coze_lab.core.errors import Conflict, InvalidParameter
+from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
+from coze_lab.core.workflows.engine import RunWorkspace
 from coze_lab.core.workflows.spec import WorkflowSpec
 from coze_lab.core.workspace import WorkspaceRoot
 
@@ -299,7 +300,7 @@ class ChatService:
         self.store.add_messages(owner_id, rows)
         chat = replace(chat, status="in_progress", required_action=None)
         session = None
-        if state.config.file_tools and chat.bot_id is not None:
+        if (state.config.file_tools or state.config.workflow_ids) and chat.bot_id is not None:
             space_id = self.bots.resolve(owner_id, chat.bot_id, connector_id).bot.workspace_id
             session = (space_id, conversation.id)
         tools = self._toolbox(owner_id, connector_id, state.config, session)
@@ -623,7 +624,8 @@ class ChatService:
             spec, version = self._workflows.runnable(
                 owner_id, workflow_id, draft=draft, version=pinned
             )
-            tools.append(workflow_tool(workflow_id, spec, version, self._workflow_runner(owner_id)))
+            runner = self._workflow_runner(owner_id, session)
+            tools.append(workflow_tool(workflow_id, spec, version, runner))
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
         tools += function_tools(config)
@@ -650,14 +652,55 @@ class ChatService:
 
         return file_tools(lambda: workspaces.session(space_id, conversation_id), record)
 
-    def _workflow_runner(self, owner_id: int) -> Any:
+    async def _run_workspace(
+        self, owner_id: int, session: tuple[int, int] | None
+    ) -> RunWorkspace | None:
+        """The conversation's workspace for the code nodes of a run the chat starts."""
+        if self.workspaces is None or session is None:
+            return None
+        workspaces, history = self.workspaces, self.file_history
+        space_id, conversation_id = session
+        try:
+            workspace = await asyncio.to_thread(workspaces.session, space_id, conversation_id)
+        except OSError as exc:  # the run goes on without the files
+            log.warning("no workspace for the runs of conversation %s: %s", conversation_id, exc)
+            return None
+        call = CURRENT_CALL.get()
+
+        def record(paths: list[str], run_id: int, node_id: str) -> None:
+            if history is None:
+                return
+            for path in paths:
+                try:
+                    size = workspace.resolve(path, must_exist=True).stat().st_size
+                except CozeLabError:
+                    continue
+                history.record(
+                    space_id=space_id,
+                    session_id=conversation_id,
+                    path=path,
+                    action="write",
+                    size=size,
+                    actor_id=owner_id,
+                    chat_id=call.chat_id if call else None,
+                    message_id=call.message_id if call else None,
+                    run_id=run_id,
+                    node_id=node_id,
+                )
+
+        return RunWorkspace(workspace.root, record)
+
+    def _workflow_runner(self, owner_id: int, session: tuple[int, int] | None = None) -> Any:
         async def run(
             workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
         ) -> ToolOutcome:
             if self._runs is None:
                 return ToolOutcome("error: workflows are not available here", ok=False)
             runs = self._runs()
-            run_id = await runs.start(owner_id, workflow_id, args, spec=spec, version=version)
+            workspace = await self._run_workspace(owner_id, session)
+            run_id = await runs.start(
+                owner_id, workflow_id, args, spec=spec, version=version, workspace=workspace
+            )
             try:
                 info = await runs.wait(run_id)
             except asyncio.CancelledError:  # the chat was canceled: so is its workflow run
