@@ -71,6 +71,8 @@ def file_tools(
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidParameter(f"{path} is not a UTF-8 text file") from None
+        if offset > len(text):
+            return ToolOutcome(f"{path}: offset {offset} is past the end ({len(text)} characters)")
         page = text[offset : offset + limit]
         end = offset + len(page)
         head = f"{path}: characters {offset}..{end} of {len(text)}"
