@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
 from coze_lab.core.clock import Clock, utcnow
+from coze_lab.core.file_history import FileHistory
 from coze_lab.core.files import FileStore
 from coze_lab.core.identity import IdentityService, UserInfo
 from coze_lab.core.limits import Limits
@@ -91,6 +92,7 @@ class Runtime:
         from coze_lab.core.usage import UsageService
 
         self.usage = UsageService(self.db)
+        self.file_history = FileHistory(self.db, clock=clock)
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
         self._chatflows: ChatflowService | None = None
@@ -255,6 +257,7 @@ class Runtime:
                 ),
                 workspaces=WorkspaceRoot(self.config.workspace_path),
                 variables=self.variables,
+                file_history=self.file_history,
             )
         return self._chats
 

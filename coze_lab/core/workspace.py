@@ -97,6 +97,26 @@ class SessionWorkspace:
             )
         return target
 
+    def list(self, folder: str | None = None) -> list[tuple[str, int]]:
+        """``(logical path, size)`` of every regular file (in ``folder`` when given), sorted;
+        symlinks and what lies behind them are skipped."""
+        if folder is not None and folder.strip("/") not in FOLDERS:
+            raise InvalidParameter(f"folder must be one of {', '.join(FOLDERS)}")
+        folders = [folder.strip("/")] if folder else list(FOLDERS)
+        found: list[tuple[str, int]] = []
+        for name in folders:
+            top = self.root / name
+            _real_dir(top, create=True)
+            for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
+                for file_name in filenames:
+                    path = Path(dirpath) / file_name
+                    st = path.lstat()
+                    if not stat.S_ISREG(st.st_mode) or file_name.endswith(".coze-tmp"):
+                        continue
+                    found.append((path.relative_to(self.root).as_posix(), st.st_size))
+        return sorted(found)
+
     def read(self, logical: str) -> bytes:
         path = self.resolve(logical, must_exist=True)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

@@ -552,3 +552,26 @@ class UserTable(Base):
         Index("ux_user_tables_space_name", "space_id", "name", unique=True),
         Index("ix_user_tables_owner_id_id", "owner_id", "id"),
     )
+
+
+class FileHistoryEntry(Base):
+    """Who wrote which file of a session workspace, when, and from which message or node."""
+
+    __tablename__ = "file_history"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    space_id: Mapped[int]
+    #: the session: a conversation id
+    session_id: Mapped[int]
+    path: Mapped[str] = mapped_column(String(1024))
+    #: upload (a chat's file copied to input/) | write (the write_file tool)
+    action: Mapped[str] = mapped_column(String(16))
+    size: Mapped[int]
+    actor_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    chat_id: Mapped[int | None] = mapped_column(nullable=True)
+    message_id: Mapped[int | None] = mapped_column(nullable=True)
+    run_id: Mapped[int | None] = mapped_column(nullable=True)
+    node_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_file_history_session", "session_id", "created_at"),)

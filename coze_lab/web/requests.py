@@ -380,6 +380,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         if not isinstance(body["save_variables"], bool):
             raise InvalidParameter("save_variables must be true or false")
         changes["save_variables"] = body["save_variables"]
+    if "file_tools" in body:
+        if not isinstance(body["file_tools"], bool):
+            raise InvalidParameter("file_tools must be true or false")
+        changes["file_tools"] = body["file_tools"]
     return changes
 
 

@@ -73,7 +73,13 @@ from coze_lab.web.handlers.plugins import (
     PluginToolDebugHandler,
 )
 from coze_lab.web.handlers.sdk import SdkAssetHandler
-from coze_lab.web.handlers.studio import HealthHandler, MeHandler, TokenHandler, TokensHandler
+from coze_lab.web.handlers.studio import (
+    FileHistoryHandler,
+    HealthHandler,
+    MeHandler,
+    TokenHandler,
+    TokensHandler,
+)
 from coze_lab.web.handlers.studio_workflows import (
     InterruptResumeHandler,
     InterruptsHandler,
@@ -1166,6 +1172,23 @@ ROUTES: tuple[Route, ...] = (
         SpaceMemberHandler,
         STUDIO,
         ops=(Op("delete", "Remove a member (owner, admins; or yourself: leave)", "spaces"),),
+    ),
+    Route(
+        "/coze_lab/api/conversations/{conversation_id}/file_history",
+        FileHistoryHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Who wrote which file of the conversation's workspace, when, from which "
+                "message or node (oldest first)",
+                "studio",
+                data={
+                    "type": "object",
+                    "properties": {"items": {"type": "array", "items": s.FILE_EVENT}},
+                },
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/tokens",

@@ -364,6 +364,10 @@ BOT_BODY = {
             "type": "boolean",
             "description": "offer the model a save_variable tool (the bot's enabled variables)",
         },
+        "file_tools": {
+            "type": "boolean",
+            "description": "list_files, read_file and write_file on the session's workspace",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -468,5 +472,22 @@ VARIABLES_UPDATE = {
                 },
             },
         },
+    },
+}
+FILE_EVENT = {
+    "type": "object",
+    "properties": {
+        "id": ID,
+        "space_id": ID,
+        "conversation_id": ID,
+        "path": {"type": "string", "description": "logical path, e.g. output/summary.md"},
+        "action": {"enum": ["upload", "write"]},
+        "size": {"type": "integer"},
+        "user_id": ID,
+        "chat_id": {"type": ["string", "null"]},
+        "message_id": {"type": ["string", "null"]},
+        "run_id": {"type": ["string", "null"]},
+        "node_id": {"type": ["string", "null"]},
+        "created_at": {"type": "integer"},
     },
 }

@@ -13,6 +13,7 @@ from coze_lab.core.chat import ChatEvent, ChatInfo
 from coze_lab.core.clock import to_unix
 from coze_lab.core.conversations import ConversationInfo, MessageInfo
 from coze_lab.core.errors import RUN_CANCELED
+from coze_lab.core.file_history import FileEvent
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
@@ -333,6 +334,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
             for t in config.plugin_tools
         ],
         "functions": [f.to_dict() for f in config.functions],
+        "file_tools": config.file_tools,
         "connectors": {k: str(v) for k, v in info.connectors.items()},
     }
 
@@ -618,4 +620,26 @@ def variable_values(items: Iterable[VariableItem]) -> dict[str, Any]:
             }
             for item in items
         ]
+    }
+
+
+def file_event(event: FileEvent) -> dict[str, Any]:
+    """An entry of a session's ``file_history`` (ids as strings, time in Unix seconds)."""
+
+    def opt(value: int | None) -> str | None:
+        return None if value is None else str(value)
+
+    return {
+        "id": str(event.id),
+        "space_id": str(event.space_id),
+        "conversation_id": str(event.session_id),
+        "path": event.path,
+        "action": event.action,
+        "size": event.size,
+        "user_id": str(event.actor_id),
+        "chat_id": opt(event.chat_id),
+        "message_id": opt(event.message_id),
+        "run_id": opt(event.run_id),
+        "node_id": event.node_id,
+        "created_at": to_unix(event.created_at),
     }

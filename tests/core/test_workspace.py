@@ -135,3 +135,16 @@ def test_the_default_root_is_the_jupyter_root_else_the_data_dir(tmp_path: Path) 
     assert CozeLab(data_dir=str(tmp_path)).workspace_path == tmp_path / "coze_workspaces"
     chosen = CozeLab(data_dir="/d", workspace_root=str(tmp_path / "ws"))
     assert chosen.workspace_path == tmp_path / "ws"
+
+
+def test_list_names_regular_files_and_skips_links(
+    tmp_path: Path, ws: SessionWorkspace, outside: Path
+) -> None:
+    ws.write("output/report/summary.md", b"# Done\n")
+    ws.write("scratchpad/a.txt", b"abc")
+    (ws.root / "output" / "link.txt").symlink_to(outside)
+    (ws.root / "scratchpad" / "dir-link").symlink_to(outside.parent, target_is_directory=True)
+    assert ws.list() == [("output/report/summary.md", 7), ("scratchpad/a.txt", 3)]
+    assert ws.list("scratchpad") == [("scratchpad/a.txt", 3)]
+    with pytest.raises(InvalidParameter, match="folder must be one of"):
+        ws.list("..")

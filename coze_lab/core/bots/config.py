@@ -119,6 +119,8 @@ class BotConfig:
     #: the model gets the built-in ``save_variable`` tool: it stores what the end user tells
     #: it in one of the bot's enabled variables
     save_variables: bool = False
+    #: the model gets list_files, read_file and write_file on the session's workspace
+    file_tools: bool = False
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -143,6 +145,7 @@ class BotConfig:
             "suggest_reply_prompt": self.suggest_reply_prompt,
             "response_format": self.response_format,
             "save_variables": self.save_variables,
+            "file_tools": self.file_tools,
         }
 
     @classmethod
@@ -171,6 +174,7 @@ class BotConfig:
             suggest_reply_prompt=data.get("suggest_reply_prompt", ""),
             response_format=data.get("response_format", "text"),
             save_variables=bool(data.get("save_variables", False)),
+            file_tools=bool(data.get("file_tools", False)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Any
 from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.file_tools import CURRENT_CALL, CallContext
 from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
 from coze_lab.core.clock import Clock
@@ -240,11 +241,13 @@ class AgentRun:
                 "tool_calls": [c.to_openai() for c in calls],
             }
             self.state.messages.append(assistant)
+            call_rows = [self._function_call(c) for c in calls]
             async with self._save_lock:  # text said before the calls was not an answer
-                self._write([self._function_call(c) for c in calls], emit=True)
+                self._write(call_rows, emit=True)
+            row_of = {c.id: row.id for c, row in zip(calls, call_rows, strict=True)}
             server = [c for c in calls if self._invoker(c) is not None]
             client = [c for c in calls if self._invoker(c) is None]
-            outcomes = await asyncio.gather(*(self._invoke(c) for c in server))
+            outcomes = await asyncio.gather(*(self._invoke(c, row_of[c.id]) for c in server))
             responses = []
             for call, outcome in zip(server, outcomes, strict=True):
                 self.state.messages.append(
@@ -325,8 +328,10 @@ class AgentRun:
     async def _unknown_tool(self, _: dict[str, Any]) -> ToolOutcome:
         return ToolOutcome("error: there is no tool with this name", ok=False)
 
-    async def _invoke(self, call: ToolCall) -> ToolOutcome:
+    async def _invoke(self, call: ToolCall, message_id: int | None = None) -> ToolOutcome:
         invoke = self._invoker(call)
+        # gather runs each call in its own task: the context is this call's alone
+        CURRENT_CALL.set(CallContext(self.chat.id, message_id))
         try:
             arguments = call.arguments()
             return await invoke(arguments)

@@ -17,6 +17,7 @@ from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
+from coze_lab.core.chat.file_tools import CURRENT_CALL, FileWrite, file_tools
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -38,10 +39,11 @@ from coze_lab.core.conversations import (
     new_message,
 )
 from coze_lab.core.conversations.content import file_ids, model_content
-from coze_lab.core.errors import Conflict, InvalidParameter
+from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
 from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
+from coze_lab.core.workflows.engine import RunWorkspace
 from coze_lab.core.workflows.spec import WorkflowSpec
 from coze_lab.core.workspace import WorkspaceRoot
 
@@ -114,6 +116,7 @@ class ChatService:
         attachments: Attachments | None = None,
         workspaces: WorkspaceRoot | None = None,
         variables: VariableService | None = None,
+        file_history: Any = None,
     ) -> None:
         self.bots = bots
         #: end users' stored variable values (None: the bot's defaults only)
@@ -122,6 +125,8 @@ class ChatService:
         self.attachments = attachments
         #: files uploaded to a chat are copied to input/ of the conversation's workspace
         self.workspaces = workspaces
+        #: who wrote which workspace file (FileHistory; None: not recorded)
+        self.file_history = file_history
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -171,11 +176,13 @@ class ChatService:
             else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
         )
         end_user = request.user_id or str(owner_id)
+        session = (resolved.bot.workspace_id, conversation.id)
         tools = self._toolbox(
             owner_id,
             connector_id,
             resolved.config,
             Scope(resolved.bot.id, owner_id, conversation.connector_id, end_user),
+            session,
         )
         new_chat = self.store.prepare(
             conversation,
@@ -198,7 +205,7 @@ class ChatService:
         # written; one of the history becomes a notice
         messages += [self._model_message(owner_id, m, strict=False) for m in history]
         messages += [self._model_message(owner_id, m, strict=True) for m in new_chat.messages]
-        await self._copy_inputs(owner_id, resolved.bot.workspace_id, conversation.id, request)
+        await self._copy_inputs(owner_id, resolved.bot.workspace_id, chat, new_chat.messages)
         state = AgentState(messages=messages, config=resolved.config, end_user=end_user)
         channel = ChatChannel()
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
@@ -218,26 +225,44 @@ class ChatService:
         return ChatHandle(chat, channel, new_chat.messages)
 
     async def _copy_inputs(
-        self, owner_id: int, space_id: int, conversation_id: int, request: ChatRequest
+        self, owner_id: int, space_id: int, chat: ChatInfo, messages: list[MessageInfo]
     ) -> None:
-        """The files the request's messages name, copied to ``input/`` of the session."""
+        """The files the chat's new messages name, copied to ``input/`` of the session (and
+        recorded in the file history)."""
         if self.workspaces is None or self.attachments is None:
             return
-        ids = [i for m in request.messages for i in file_ids(m.content, m.content_type)]
-        uploads = [self.attachments.read(owner_id, file_id) for file_id in dict.fromkeys(ids)]
+        named: dict[str, int] = {}
+        for message in messages:
+            for file_id in file_ids(message.content, message.content_type):
+                named.setdefault(file_id, message.id)
+        uploads = [
+            (self.attachments.read(owner_id, file_id), message_id)
+            for file_id, message_id in named.items()
+        ]
         if not uploads:
             return
-        workspaces = self.workspaces
+        workspaces, history = self.workspaces, self.file_history
 
         def copy() -> None:
-            workspace = workspaces.session(space_id, conversation_id)
-            for info, path in uploads:
-                workspace.add_input(info.file_name, path)
+            workspace = workspaces.session(space_id, chat.conversation_id)
+            for (info, path), message_id in uploads:
+                target = workspace.add_input(info.file_name, path)
+                if history is not None:
+                    history.record(
+                        space_id=space_id,
+                        session_id=chat.conversation_id,
+                        path=f"input/{info.file_name}",
+                        action="upload",
+                        size=target.stat().st_size,
+                        actor_id=owner_id,
+                        chat_id=chat.id,
+                        message_id=message_id,
+                    )
 
         try:
             await asyncio.to_thread(copy)
         except OSError as exc:  # the chat goes on: the model has the files' content anyway
-            log.warning("chat files not copied to workspace %s: %s", conversation_id, exc)
+            log.warning("chat files not copied to workspace %s: %s", chat.conversation_id, exc)
 
     def _model_message(
         self, owner_id: int, message: MessageInfo, *, strict: bool
@@ -289,7 +314,11 @@ class ChatService:
         scope = None
         if chat.bot_id is not None and state.end_user:
             scope = Scope(chat.bot_id, owner_id, connector_id, state.end_user)
-        tools = self._toolbox(owner_id, connector_id, state.config, scope)
+        session = None
+        if (state.config.file_tools or state.config.workflow_ids) and chat.bot_id is not None:
+            space_id = self.bots.resolve(owner_id, chat.bot_id, connector_id).bot.workspace_id
+            session = (space_id, conversation.id)
+        tools = self._toolbox(owner_id, connector_id, state.config, scope, session)
         channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
@@ -598,10 +627,20 @@ class ChatService:
         return values
 
     def _toolbox(
-        self, owner_id: int, connector_id: str, config: BotConfig, scope: Scope | None = None
+        self,
+        owner_id: int,
+        connector_id: str,
+        config: BotConfig,
+        scope: Scope | None = None,
+        session: tuple[int, int] | None = None,
     ) -> ToolBox:
+        """The chat's tools; ``scope`` (bot, owner, connector, end user) is whose variables
+        the save_variable tool writes; ``session`` (space id, conversation id) names the
+        workspace the file tools work in."""
         draft = connector_id == connectors.PLAYGROUND
         tools: list[Tool] = []
+        if config.file_tools:
+            tools += self._file_tools(owner_id, session)
         for workflow_id in config.workflow_ids:
             # a published bot runs the versions it was published with (none pinned: the
             # bot was published before versions were pinned; it runs the newest)
@@ -609,7 +648,8 @@ class ChatService:
             spec, version = self._workflows.runnable(
                 owner_id, workflow_id, draft=draft, version=pinned
             )
-            tools.append(workflow_tool(workflow_id, spec, version, self._workflow_runner(owner_id)))
+            runner = self._workflow_runner(owner_id, session)
+            tools.append(workflow_tool(workflow_id, spec, version, runner))
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
         tools += function_tools(config)
@@ -617,14 +657,76 @@ class ChatService:
             tools += variable_tools(config, scope, self.variables)
         return ToolBox(tools)
 
-    def _workflow_runner(self, owner_id: int) -> Any:
+    def _file_tools(self, owner_id: int, session: tuple[int, int] | None) -> list[Tool]:
+        if self.workspaces is None or session is None:
+            raise InvalidParameter("this bot uses file tools, but workspaces are not available")
+        workspaces, (space_id, conversation_id) = self.workspaces, session
+        history = self.file_history
+
+        def record(entry: FileWrite) -> None:
+            if history is not None:
+                history.record(
+                    space_id=space_id,
+                    session_id=conversation_id,
+                    path=entry.path,
+                    action="write",
+                    size=entry.size,
+                    actor_id=owner_id,
+                    chat_id=entry.chat_id,
+                    message_id=entry.message_id,
+                )
+
+        return file_tools(lambda: workspaces.session(space_id, conversation_id), record)
+
+    async def _run_workspace(
+        self, owner_id: int, session: tuple[int, int] | None
+    ) -> RunWorkspace | None:
+        """The conversation's workspace for the code nodes of a run the chat starts."""
+        if self.workspaces is None or session is None:
+            return None
+        workspaces, history = self.workspaces, self.file_history
+        space_id, conversation_id = session
+        try:
+            workspace = await asyncio.to_thread(workspaces.session, space_id, conversation_id)
+        except OSError as exc:  # the run goes on without the files
+            log.warning("no workspace for the runs of conversation %s: %s", conversation_id, exc)
+            return None
+        call = CURRENT_CALL.get()
+
+        def record(paths: list[str], run_id: int, node_id: str) -> None:
+            if history is None:
+                return
+            for path in paths:
+                try:
+                    size = workspace.resolve(path, must_exist=True).stat().st_size
+                except CozeLabError:
+                    continue
+                history.record(
+                    space_id=space_id,
+                    session_id=conversation_id,
+                    path=path,
+                    action="write",
+                    size=size,
+                    actor_id=owner_id,
+                    chat_id=call.chat_id if call else None,
+                    message_id=call.message_id if call else None,
+                    run_id=run_id,
+                    node_id=node_id,
+                )
+
+        return RunWorkspace(workspace.root, record)
+
+    def _workflow_runner(self, owner_id: int, session: tuple[int, int] | None = None) -> Any:
         async def run(
             workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
         ) -> ToolOutcome:
             if self._runs is None:
                 return ToolOutcome("error: workflows are not available here", ok=False)
             runs = self._runs()
-            run_id = await runs.start(owner_id, workflow_id, args, spec=spec, version=version)
+            workspace = await self._run_workspace(owner_id, session)
+            run_id = await runs.start(
+                owner_id, workflow_id, args, spec=spec, version=version, workspace=workspace
+            )
             try:
                 info = await runs.wait(run_id)
             except asyncio.CancelledError:  # the chat was canceled: so is its workflow run

@@ -14,17 +14,19 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import QUESTION_EXPIRED, CozeLabError, InvalidParameter, Unavailable
 from coze_lab.core.ids import new_id
 from coze_lab.core.net import OutboundPolicy, guarded_request
-from coze_lab.core.sandbox import Runner
+from coze_lab.core.sandbox import Mount, Runner
 from coze_lab.core.workflows import events as ev
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
@@ -105,6 +107,27 @@ class EngineSettings:
     recover_every_s: float = 10.0
 
 
+@dataclass(frozen=True)
+class RunWorkspace:
+    """The session workspace a run's code nodes see: ``root`` holds ``input/`` (mounted
+    read-only), ``scratchpad/`` and ``output/`` (writable). ``record(paths, run_id, node_id)``
+    hears of the files a node wrote (the file history)."""
+
+    root: Path
+    record: Callable[[list[str], int, str], None] | None = None
+
+    def mounts(self) -> dict[str, Mount]:
+        return {
+            "input": Mount(self.root / "input"),
+            "scratchpad": Mount(self.root / "scratchpad", read_only=False),
+            "output": Mount(self.root / "output", read_only=False),
+        }
+
+
+#: workspaces kept for this many runs at most (oldest forgotten first)
+MAX_RUN_WORKSPACES = 10_000
+
+
 class _Context:
     """What a node sees of the engine while it runs (``NodeContext``)."""
 
@@ -127,6 +150,10 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
+        workspace = self._engine.run_workspaces.get(self._run.root)
+        extra: dict[str, Any] = {}
+        if workspace is not None and language == "python":
+            extra["mounts"] = workspace.mounts()
         # a warm sandbox interpreter never serves two owners (see Engine.sandbox_owner)
         result = await runner.run(
             code,
@@ -135,7 +162,12 @@ class _Context:
             entry=entry,
             timeout=timeout,
             owner=self._engine.sandbox_owner(self._run),
+            **extra,
         )
+        written = (result.meta or {}).get("files_written") or []
+        if workspace is not None and workspace.record is not None and written:
+            record = workspace.record
+            await asyncio.to_thread(record, list(written), self._run.id, self._node.id)
         if result.error is not None:
             raise NodeError(
                 f"{result.error.type}: {result.error.message}{_hint(result.error.type, timeout)}"
@@ -280,6 +312,9 @@ class Engine:
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
+        #: root run id → the session workspace its code nodes see (runs a chat started;
+        #: kept in memory: a run recovered by another replica runs without it)
+        self.run_workspaces: OrderedDict[int, RunWorkspace] = OrderedDict()
         #: run id → its parsed definition: a run's spec is parsed once, not per step
         self._specs: dict[int, WorkflowSpec] = {}
         # A server database commits each step with a round trip (and a WAL flush): done on
@@ -323,6 +358,7 @@ class Engine:
         retry_of: int | None = None,
         seed: list[NodeWrite] | None = None,
         notes: list[dict[str, Any]] | None = None,
+        workspace: RunWorkspace | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
 
@@ -362,6 +398,10 @@ class Engine:
             seed=seed,
         )
         self._keep_spec(run_id, spec)
+        if workspace is not None:
+            self.run_workspaces[run_id] = workspace
+            while len(self.run_workspaces) > MAX_RUN_WORKSPACES:
+                self.run_workspaces.popitem(last=False)
         now = self.clock()
         self._launch(
             run_id,

@@ -69,6 +69,7 @@ class RunService:
         version: int | None = None,
         ignore_undeclared: bool = False,
         at_version: int | None = None,
+        workspace: Any = None,
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
@@ -76,7 +77,9 @@ class RunService:
         ``at_version``, its draft (``draft``), or ``spec`` when one is given (a definition
         from a notebook, or one already resolved, of version ``version``).
         ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
-        does), noting them in the run's trace; otherwise they are refused.
+        does), noting them in the run's trace; otherwise they are refused. ``workspace``
+        (a :class:`~coze_lab.core.workflows.engine.RunWorkspace`) is mounted into its code
+        nodes.
         """
         if spec is None:
             if workflow_id is None:
@@ -91,6 +94,7 @@ class RunService:
             workflow_id=workflow_id,
             version=version,
             ignore_undeclared=ignore_undeclared,
+            workspace=workspace,
         )
 
     async def retry(

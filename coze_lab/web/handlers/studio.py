@@ -58,3 +58,14 @@ class TokenHandler(TokensArea):
         user = self.studio_user()
         info = self.runtime.tokens.revoke(user.id, parse_id(token_id, "token_id"))
         self.reply(serialize.token(info, self.runtime.clock()))
+
+
+class FileHistoryHandler(CozeHandler):
+    """GET the file history of one of your conversations' workspaces."""
+
+    def get(self, conversation_id: str) -> None:
+        user = self.studio_user()
+        events = self.runtime.file_history.list(
+            user.id, parse_id(conversation_id, "conversation_id")
+        )
+        self.reply({"items": [serialize.file_event(e) for e in events]})
