@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import inspect
 
 from coze_lab.store import Database
-from coze_lab.store.migrate import upgrade
+from coze_lab.store.migrate import head_revision, upgrade
 from tests.store.test_list_indexes import _downgrade
 
 
@@ -28,6 +28,6 @@ def test_0013_adds_the_end_user_and_downgrades(db_url: str) -> None:
         assert "connector_uid" not in columns and "created_at" not in columns
         names = {i["name"] for i in inspect(db.engine).get_indexes("variable_values")}
         assert "ux_variable_values_key" in names and "ux_variable_values_end_user" not in names
-        assert upgrade(db.engine) == "0013"
+        assert upgrade(db.engine) == head_revision()
     finally:
         db.dispose()
