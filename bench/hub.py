@@ -31,8 +31,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, insert, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import insert, text
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +42,7 @@ from coze_lab.core.ids import new_id  # noqa: E402
 from coze_lab.services import Runtime  # noqa: E402
 from coze_lab.store import sqlite_url  # noqa: E402
 from coze_lab.store.models import WorkflowRun  # noqa: E402
-from tests.support import ServerProcess, run_cli  # noqa: E402
+from tests.support import ServerProcess, pg_schema, run_cli  # noqa: E402
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 ROUNDS = 3
@@ -61,27 +60,11 @@ def spread(values: list[float], unit: str, digits: int = 2) -> str:
 
 
 @contextmanager
-def pg_schema(url: str) -> Iterator[str]:
-    """A fresh schema on the PostgreSQL server, dropped afterwards."""
-    schema = "bench_" + secrets.token_hex(5)
-    admin = create_engine(url)
-    with admin.begin() as connection:
-        connection.execute(text(f'create schema "{schema}"'))
-    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield scoped.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'drop schema "{schema}" cascade'))
-        admin.dispose()
-
-
-@contextmanager
 def database(kind: str, pg_url: str, tmp: Path) -> Iterator[str]:
     if kind == "sqlite":
         yield sqlite_url(tmp / f"{secrets.token_hex(3)}" / "coze_lab.db")
     else:
-        with pg_schema(pg_url) as url:
+        with pg_schema(pg_url, "bench_") as url:
             yield url
 
 

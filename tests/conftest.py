@@ -21,7 +21,7 @@ from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.services import Runtime
 from coze_lab.store import sqlite_url
 from coze_lab.testing import ModelServer
-from tests.support import FakeClock, ServerProcess
+from tests.support import FakeClock, ServerProcess, pg_schema
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -51,17 +51,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "mysql":
         yield from _mysql_database()
         return
-    schema = "t_" + secrets.token_hex(6)
-    admin = create_engine(PG_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'create schema "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'drop schema "{schema}" cascade'))
-        admin.dispose()
+    with pg_schema(PG_URL, "t_") as url:
+        yield url
 
 
 def _mysql_database() -> Iterator[str]:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +30,23 @@ class FakeClock:
 
     def advance(self, delta: timedelta) -> None:
         self.now += delta
+
+
+@contextmanager
+def pg_schema(url: str, prefix: str = "t_") -> Iterator[str]:
+    """The URL of a fresh schema on the PostgreSQL server at ``url``, dropped afterwards
+    (every connection of the URL has it as its ``search_path``)."""
+    schema = prefix + secrets.token_hex(6)
+    admin = create_engine(url)
+    with admin.begin() as connection:
+        connection.execute(text(f'create schema "{schema}"'))
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield scoped.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'drop schema "{schema}" cascade'))
+        admin.dispose()
 
 
 def coze_lab_command(*args: str) -> list[str]:

@@ -34,12 +34,11 @@ from cozepy import (
     Message,
     TokenAuth,
 )
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from coze_lab.hub.demo import DemoHub, free_port
 from coze_lab.testing import ModelServer
 from tests.conftest import PG_URL
+from tests.support import pg_schema
 
 pytestmark = pytest.mark.hub
 
@@ -86,17 +85,8 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not PG_URL:
         yield f"sqlite:///{tmp_path_factory.mktemp('hub-db') / 'coze_lab.db'}"
         return
-    schema = "hub_" + secrets.token_hex(6)
-    admin = create_engine(PG_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'create schema "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'drop schema "{schema}" cascade'))
-        admin.dispose()
+    with pg_schema(PG_URL, "hub_") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ set, as CI does; a configured server that cannot be reached fails them.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,15 +25,13 @@ import httpx
 import pytest
 from cozepy import ChatEventType, ChatStatus, Coze, Message, TokenAuth
 from cozepy.bots import BotModelInfo, BotPromptInfo
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 import coze_lab as cl
 from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, TextReply
 from tests.conftest import PG_URL
-from tests.support import ServerProcess, run_cli
+from tests.support import ServerProcess, pg_schema, run_cli
 
 pytestmark = pytest.mark.postgresql
 
@@ -59,17 +56,8 @@ talk.end(said="{{speak.output}}")
 @pytest.fixture
 def database() -> Iterator[str]:
     """A fresh schema on the configured PostgreSQL (both replicas use it)."""
-    schema = "r_" + secrets.token_hex(6)
-    admin = create_engine(PG_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'create schema "{schema}"'))
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'drop schema "{schema}" cascade'))
-        admin.dispose()
+    with pg_schema(PG_URL, "r_") as url:
+        yield url
 
 
 @pytest.fixture
