@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from coze_lab.testing import ModelServer
 from tests.support import COZE_JS_MODULES, CozeJs
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """The scripted OpenAI-compatible model server on loopback (a module may override it,
+    e.g. with a slow stream)."""
+    with ModelServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

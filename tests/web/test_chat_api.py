@@ -41,12 +41,6 @@ from coze_lab.testing import (
 from tests.support import ServerProcess
 
 
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
 @dataclass
 class Lab:
     server: ServerProcess

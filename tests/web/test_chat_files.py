@@ -92,12 +92,6 @@ class Lab:
 
 
 @pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
 def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]:
     data_dir = tmp_path / "server-data"
     runtime = Runtime(CozeLab(data_dir=str(data_dir), database_url=db_url))

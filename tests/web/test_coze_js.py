@@ -48,12 +48,6 @@ class Lab:
 
 
 @pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
 def lab(
     tmp_path: Path, db_url: str, model_server: ModelServer, coze_js: Callable[..., CozeJs]
 ) -> Iterator[Lab]:

@@ -78,12 +78,6 @@ class Lab:
 
 
 @pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
 def lab(tmp_path: Path, db_url: str, model_server: ModelServer) -> Iterator[Lab]:
     yield from start_lab(tmp_path, db_url, model_server, {})
 

@@ -20,12 +20,6 @@ from tests.support import ServerProcess, run_cli
 
 
 @pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    with ModelServer() as server:
-        yield server
-
-
-@pytest.fixture
 def env(model_server: ModelServer) -> dict[str, str]:
     return {
         "OPENAI_BASE_URL": model_server.url,
