@@ -7,9 +7,9 @@ import pytest
 from cozepy import ChatStatus, CozeAPIError, VariableValue
 
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
-from tests.web.test_chat_api import Lab, ask, lab, make_bot, model_server, publish
+from tests.web.test_chat_api import Lab, ask, lab, make_bot, publish
 
-__all__ = ["lab", "model_server"]  # fixtures imported for this module's tests
+__all__ = ["lab"]  # fixtures imported for this module's tests
 
 VARIABLES = [
     {"keyword": "name", "default_value": "friend", "description": "what to call the user"},
