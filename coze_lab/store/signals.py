@@ -44,10 +44,13 @@ class Signals:
         self.shared = db.dialect == "postgresql"
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._handlers: dict[str, list[Callable[[str], None]]] = {}
+        self._reconnected: list[Callable[[], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
         self._listener: asyncio.Task[None] | None = None
         self._is_listening = False
+        #: the PostgreSQL backend of the listening connection (None while not listening)
+        self.listener_pid: int | None = None
 
     # ---- sending ------------------------------------------------------------------------
     def notify(self, connection: Connection, topic: str) -> None:
@@ -81,6 +84,11 @@ class Signals:
     def on(self, prefix: str, handler: Callable[[str], None]) -> None:
         """Call ``handler(rest)`` on the event loop for every topic ``prefix:rest``."""
         self._handlers.setdefault(prefix, []).append(handler)
+
+    def on_reconnect(self, handler: Callable[[], None]) -> None:
+        """Call ``handler()`` on the event loop each time the listener listens again after
+        losing its connection: topics sent meanwhile were lost, so look at the database."""
+        self._reconnected.append(handler)
 
     @contextlib.contextmanager
     def waiting(self, topic: str) -> Iterator[asyncio.Event]:
@@ -148,6 +156,7 @@ class Signals:
         import psycopg
 
         conninfo = self.db.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        listened = False
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
@@ -155,6 +164,10 @@ class Signals:
                 ) as connection:
                     await connection.execute(f"LISTEN {CHANNEL}")
                     self._is_listening = True
+                    self.listener_pid = connection.info.backend_pid
+                    if listened:
+                        self._resync()
+                    listened = True
                     async for notice in connection.notifies():
                         self._dispatch(notice.payload)
             except asyncio.CancelledError:
@@ -163,11 +176,19 @@ class Signals:
                 log.warning("signal listener lost its connection (%s); reconnecting", exc)
             finally:
                 self._is_listening = False
+                self.listener_pid = None
             # a topic sent while nobody listened is lost: wake every waiter to look again
             for waiters in list(self._waiters.values()):
                 for wake in waiters:
                     wake.set()
             await asyncio.sleep(RECONNECT_S)
+
+    def _resync(self) -> None:
+        for handler in list(self._reconnected):
+            try:
+                handler()
+            except Exception:
+                log.exception("reconnect handler failed")
 
     async def close(self) -> None:
         if self._listener is not None:

@@ -64,3 +64,37 @@ def test_a_topic_arrives_with_the_commit_and_not_with_a_rollback(db_url: str) ->
     assert not lost, "a rolled-back transaction's topic arrived"
     assert seen == ["42"]
     assert sender.shared == db_url.startswith("postgresql")
+
+
+@pytest.mark.postgresql
+def test_a_listener_whose_connection_died_listens_again_and_says_so() -> None:
+    """Topics sent while the connection was down are lost: the reconnect handlers run so
+    that the services look at the database (a cancel sent meanwhile still stops its work)."""
+    from tests.conftest import PG_URL
+    from tests.support import pg_schema
+
+    async def go(db: Database) -> tuple[list[str], bool]:
+        signals, reconnects = Signals(db), []
+        signals.on_reconnect(lambda: reconnects.append("again"))
+        signals.start()
+        await signals.ready()
+        with db.write() as connection:
+            connection.execute(
+                text("select pg_terminate_backend(:pid)"), {"pid": signals.listener_pid}
+            )
+        for _ in range(500):
+            if reconnects:
+                break
+            await asyncio.sleep(0.01)
+        got = await _received(signals, "chat:9", lambda: signals.publish("chat:9"))
+        await signals.close()
+        return reconnects, got
+
+    with pg_schema(PG_URL, "s_") as url:
+        db = Database(url)
+        try:
+            reconnects, got = asyncio.run(go(db))
+        finally:
+            db.dispose()
+    assert reconnects == ["again"]
+    assert got, "a topic sent after the reconnect did not arrive"

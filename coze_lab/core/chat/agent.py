@@ -138,7 +138,7 @@ class AgentRun:
         self._beat_at = time.monotonic()
 
     async def run(self) -> None:
-        keeper = asyncio.get_running_loop().create_task(self._keep())
+        keeper = asyncio.get_running_loop().create_task(self._keep(asyncio.current_task()))
         try:
             with on_request_sent(self.requested.set):
                 await self._rounds()
@@ -169,11 +169,12 @@ class AgentRun:
             await self._written.wait()
 
     # ---- kept alive and kept so far -----------------------------------------------------------
-    async def _keep(self) -> None:
+    async def _keep(self, chat_task: asyncio.Task[Any] | None) -> None:
         """While the chat runs: write the answer streamed so far every ``PARTIAL_SAVE_S``
         (it doubles as the heartbeat), else beat every ``heartbeat_s`` (during tool calls,
         or before the first token). A server killed mid-answer leaves the chat to be failed
-        by ``ChatService.recover`` with its partial answer kept."""
+        by ``ChatService.recover`` with its partial answer kept. A write that finds the chat
+        ended (a cancel whose signal never arrived) stops ``chat_task``."""
         if self._written is not None:
             await self._written.wait()
         while True:
@@ -186,16 +187,19 @@ class AgentRun:
                         answer = self._row(
                             "answer", "".join(parts), message_id=answer_id, meta={"partial": "true"}
                         )
-                        await asyncio.to_thread(
+                        alive = await asyncio.to_thread(
                             self._store.save_partial, self.chat.id, self.chat.owner_id, answer
                         )
+                        if not alive:
+                            return _stop_task(chat_task)
                         self._saved = (answer_id, len(parts))
                         if answer_id not in self._kept:
                             self._kept.append(answer_id)
                         self._beat_at = time.monotonic()
                         continue
                 if time.monotonic() - self._beat_at >= self._heartbeat_s:
-                    await asyncio.to_thread(self._store.touch, self.chat.id)
+                    if not await asyncio.to_thread(self._store.touch, self.chat.id):
+                        return _stop_task(chat_task)
                     self._beat_at = time.monotonic()
 
     async def _stop(self, keeper: asyncio.Task[None]) -> None:
@@ -498,3 +502,10 @@ class AgentRun:
         self._checked_at = now
         if self._store.status(self.chat.id) == "canceled":
             raise _Canceled
+
+
+def _stop_task(task: asyncio.Task[Any] | None) -> None:
+    """Cancel the chat's task: it ends as canceled, keeping what was said."""
+    if task is not None and not task.done():
+        log.info("a chat found canceled by its own write; stopping it")
+        task.cancel()

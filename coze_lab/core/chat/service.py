@@ -147,6 +147,7 @@ class ChatService:
         self.signals = store.signals
         # a cancel sent to another replica stops the chat here (LISTEN/NOTIFY)
         self.signals.on("cancel-chat", self._canceled_elsewhere)
+        self.signals.on_reconnect(self._cancels_missed)
 
     @property
     def registry(self) -> ModelRegistry:
@@ -355,6 +356,12 @@ class ChatService:
         if task is not None:
             log.info("chat %s canceled on another replica", chat_id)
             task.cancel()
+
+    def _cancels_missed(self) -> None:
+        """Stop the chats here whose cancel was sent while the listener was down."""
+        running = [chat_id for chat_id, task in self._tasks.items() if not task.done()]
+        for chat_id in self.store.canceled(running):
+            self._canceled_elsewhere(str(chat_id))
 
     def events(
         self,

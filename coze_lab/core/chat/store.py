@@ -299,6 +299,17 @@ class ChatStore:
             row = connection.execute(select(Chat.__table__).where(Chat.id == chat_id)).first()
             return None if row is None else _info(row)
 
+    def canceled(self, chat_ids: Sequence[int]) -> list[int]:
+        """The chats of ``chat_ids`` that were canceled."""
+        if not chat_ids:
+            return []
+        with self.db.read() as connection:
+            return list(
+                connection.scalars(
+                    select(Chat.id).where(Chat.id.in_(chat_ids), Chat.status == "canceled")
+                )
+            )
+
     def status(self, chat_id: int) -> str | None:
         with self.db.read() as connection:
             return connection.scalar(select(Chat.status).where(Chat.id == chat_id))
@@ -324,13 +335,16 @@ class ChatStore:
         (their ids precede the chat's: see :meth:`prepare`)."""
         return self.conversations.chat_messages(chat_id)
 
-    def touch(self, chat_id: int) -> None:
-        """A running chat's heartbeat (a chat that stops beating was lost with its server)."""
+    def touch(self, chat_id: int) -> bool:
+        """A running chat's heartbeat (a chat that stops beating was lost with its server);
+        False once the chat has ended (canceled through a replica whose signal was lost)."""
         with self.db.write() as connection:
-            connection.execute(
-                update(Chat)
-                .where(Chat.id == chat_id, Chat.status == "in_progress")
-                .values(updated_at=self._clock())
+            return bool(
+                connection.execute(
+                    update(Chat)
+                    .where(Chat.id == chat_id, Chat.status == "in_progress")
+                    .values(updated_at=self._clock())
+                ).rowcount
             )
 
     def fail_stale(self, before: datetime) -> list[ChatInfo]:

@@ -300,6 +300,7 @@ class Engine:
         self.signals = signals or Signals(db)
         self.store.signals = self.signals
         self.signals.on("cancel-run", self._canceled_elsewhere)
+        self.signals.on_reconnect(self._cancels_missed)
         self.code_runner = code_runner
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
@@ -484,6 +485,12 @@ class Engine:
         if task is not None and not task.done():
             log.info("run %s canceled (signal)", run_id)
             task.cancel()
+
+    def _cancels_missed(self) -> None:
+        """Stop the runs here whose cancel was sent while the listener was down."""
+        running = [run_id for run_id, task in self._tasks.items() if not task.done()]
+        for run_id in self.store.canceled(running):
+            self._canceled_elsewhere(str(run_id))
 
     async def wait(self, run_id: int) -> RunInfo:
         """Wait for the run's current execution to stop (finished or interrupted)."""

@@ -289,6 +289,19 @@ class RunStore:
             )
             return result.rowcount == 1
 
+    def canceled(self, run_ids: Sequence[int]) -> list[int]:
+        """The runs of ``run_ids`` that were canceled."""
+        if not run_ids:
+            return []
+        with self.db.read() as connection:
+            return list(
+                connection.scalars(
+                    select(WorkflowRun.id).where(
+                        WorkflowRun.id.in_(run_ids), WorkflowRun.status == "canceled"
+                    )
+                )
+            )
+
     def renew(self, run_id: int, worker: str, lease_s: float) -> str | None:
         """Extend the lease; return the run's status (None when the lease was lost)."""
         now = self.clock()

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from coze_lab.core import connectors
+from coze_lab.core.chat import agent as agent_module
 from coze_lab.notebook.in_process import InProcessHost
+from coze_lab.store.signals import Signals
 from coze_lab.testing import ErrorReply, ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from coze_lab.web.requests import parse_bot_edit, parse_chat_request
 
@@ -99,6 +103,44 @@ def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: M
     assert messages[0].content.startswith("w0 w1")
     stored = agent_host.runtime.chat_store.status(chat_info.id)
     assert stored == "canceled"
+
+
+def test_a_cancel_whose_signal_was_lost_stops_the_chat_at_its_next_write(
+    agent_host: InProcessHost, model_env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica running the chat never hears of the cancel (no signal, no poll): the
+    keeper's next partial save finds the chat ended and stops it."""
+    monkeypatch.setattr(agent_module, "CANCEL_POLL_S", 3600.0)
+    monkeypatch.setattr(Signals, "notify", lambda self, connection, topic: None)
+    bot_id = make_bot(agent_host)
+    model_env.chunk_delay = 0.05
+    model_env.script([TextReply(" ".join(f"w{i}" for i in range(200)))])
+    store = agent_host.runtime.chat_store
+
+    async def go():
+        request = parse_chat_request(
+            {
+                "bot_id": str(bot_id),
+                "stream": True,
+                "additional_messages": [{"role": "user", "content": "long"}],
+            }
+        )
+        handle = await agent_host.runtime.chats.start(
+            agent_host.user.id, connectors.PLAYGROUND, request
+        )
+        seen = []
+        async for event in handle.channel.follow():
+            seen.append(event)
+            if event.event == "conversation.message.delta" and len(seen) == 5:
+                await asyncio.to_thread(store.cancel, handle.chat.id)
+        return seen, handle.chat
+
+    seen, chat_info = agent_host.call(go(), timeout=30)
+    assert not any(e.event == "conversation.chat.completed" for e in seen)
+    assert model_env.wait_for("disconnects", 1), "the chat streamed on after its cancel"
+    assert store.status(chat_info.id) == "canceled"
+    [answer] = store.messages(chat_info.id)
+    assert answer.meta_data == {"canceled": "true"} and answer.content.startswith("w0 w1")
 
 
 def test_a_paused_workflow_tool_reports_the_question(agent_host: InProcessHost, model_env) -> None:
