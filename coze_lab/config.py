@@ -18,7 +18,6 @@ from traitlets import Bool, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 from coze_lab.core.sandbox.settings import DEFAULT_PACKAGES, SandboxSettings, default_index_url
-from coze_lab.store import sqlite_url
 
 MiB = 1024 * 1024
 
@@ -217,7 +216,9 @@ class CozeLab(Configurable):
 
     @default("database_url")
     def _default_database_url(self) -> str:
-        return sqlite_url(Path(self.data_dir) / "coze_lab.db")
+        # the URL sqlite_url() makes; written here so that reading the configuration (as the
+        # Jupyter extension does at start-up) does not import SQLAlchemy
+        return f"sqlite:///{Path(self.data_dir) / 'coze_lab.db'}"
 
     @property
     def data_path(self) -> Path:

@@ -58,6 +58,7 @@ def head(base_url: str, path: str, auth: str, **headers: str) -> bytes:
 async def test_a_chunked_json_body_over_the_cap_is_refused_while_streaming_in_jupyter(
     jp_serverapp, jp_fetch, jp_http_port, jp_base_url, jp_auth_header
 ) -> None:
+    await jp_fetch("coze_lab", "api", "health")  # the studio loads on first use
     runtime = jp_serverapp.web_app.settings[RUNTIME_KEY]
     user = runtime.identity.ensure_user("lab-owner")
     token = runtime.tokens.create(user.id, "t")[1]

@@ -22,13 +22,17 @@ async def fetch_json(jp_fetch, *parts: str, **kwargs) -> tuple[int, dict]:
 
 
 @pytest.fixture
-def runtime_of(jp_serverapp):
+def runtime_of(jp_serverapp, jp_fetch, jp_asyncio_loop):
+    jp_asyncio_loop.run_until_complete(jp_fetch("coze_lab", "api", "health"))  # loads it
     return jp_serverapp.web_app.settings[RUNTIME_KEY]
 
 
 async def test_extension_is_loaded_and_reports_health(jp_fetch, jp_serverapp) -> None:
     assert "coze_lab" in jp_serverapp.extension_manager.extensions
+    # the studio loads on its first request, not with the server
+    assert RUNTIME_KEY not in jp_serverapp.web_app.settings
     status, body = await fetch_json(jp_fetch, "coze_lab", "api", "health")
+    assert RUNTIME_KEY in jp_serverapp.web_app.settings
     assert status == 200 and body["code"] == 0
     assert body["data"]["user"]["name"] == "lab-owner"
     assert body["data"]["database"]["ok"] is True
