@@ -46,7 +46,9 @@ def scoped_statement(
     if not reads and not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
         raise InvalidParameter("only SELECT, INSERT, UPDATE and DELETE are allowed")
     if not reads and not allow_writes:
-        raise InvalidParameter("this node may only read (set allow_writes to change rows)")
+        raise InvalidParameter(
+            "only SELECT is allowed here: writes are switched off (allow_writes)"
+        )
     if tree.find(exp.With) is not None:
         raise InvalidParameter("WITH is not supported in custom SQL")
     for table in tree.find_all(exp.Table):

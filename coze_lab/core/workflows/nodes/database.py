@@ -6,30 +6,43 @@ values, and references inside custom SQL become placeholders (``bind_sql``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
-from coze_lab.core.workflows.nodes.base import NodeContext, NodeKind, NodeResult, require
+from coze_lab.core.memory.nl2sql import extract_sql, sql_messages
+from coze_lab.core.workflows.nodes.base import (
+    NodeContext,
+    NodeError,
+    NodeKind,
+    NodeResult,
+    require,
+)
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
 
-OPERATIONS = ("query", "insert", "update", "delete", "sql")
+OPERATIONS = ("query", "insert", "update", "delete", "sql", "nl")
 _OUTPUTS = {
     "query": {"rows": "array", "count": "integer"},
     "insert": {"id": "string", "count": "integer"},
     "update": {"count": "integer"},
     "delete": {"count": "integer"},
     "sql": {"rows": "array", "count": "integer"},
+    "nl": {"rows": "array", "count": "integer", "sql": "string"},
 }
 
 
 class DatabaseNode(NodeKind):
     """``config``: ``table`` (its name; or ``table_id``), ``operation`` and per operation
     ``fields``/``where``/``logic``/``order_by``/``limit`` (query), ``values`` (insert,
-    update), ``where`` (update, delete), ``sql`` + ``allow_writes`` (sql). Runs of a
-    published version use the table's online rows, other runs its draft rows."""
+    update), ``where`` (update, delete), ``sql`` + ``allow_writes`` (sql), ``query`` (a
+    request in natural language, a template) + ``model`` + ``allow_writes`` (nl: a model
+    writes the SQL, which then passes the checks of custom SQL; the output has it as
+    ``sql``). Runs of a published version use the table's online rows, other runs its
+    draft rows."""
 
     type = "database"
-    templated = ("where", "values")
+    templated = ("where", "values", "query")
     bound = ("sql",)
 
     def outputs(self, node: NodeSpec) -> dict[str, str]:
@@ -43,6 +56,8 @@ class DatabaseNode(NodeKind):
             require(node, "table", str, "a table name")
         if operation == "sql":
             require(node, "sql", str, "the SQL")
+        if operation == "nl":
+            require(node, "query", str, "the request in natural language")
         if operation in ("insert", "update") and not isinstance(node.config.get("values"), dict):
             raise WorkflowDefinitionError(f"{operation} needs values {{field: value}}", node.id)
         if operation in ("update", "delete") and not node.config.get("where"):
@@ -86,6 +101,8 @@ class DatabaseNode(NodeKind):
             return NodeResult(
                 {"count": tables.delete_rows(owner, table_id, scene, where=where, logic=logic)}
             )
+        if operation == "nl":
+            return await self._natural(ctx, node, table_id, str(inputs.get("__query__") or ""))
         bound = inputs["__sql__"]
         result = tables.execute(
             owner,
@@ -96,3 +113,24 @@ class DatabaseNode(NodeKind):
             allow_writes=bool(config.get("allow_writes")),
         )
         return NodeResult(result)
+
+    async def _natural(
+        self, ctx: NodeContext, node: NodeSpec, table_id: int, query: str
+    ) -> NodeResult:
+        """A model writes the SQL for ``query``; it runs as custom SQL would (checked,
+        scoped to the user); a refusal fails the node naming the SQL."""
+        config = node.config
+        writes = bool(config.get("allow_writes"))
+        info = ctx.tables.get(ctx.owner_id, table_id)
+        messages = sql_messages(query, [info], ctx.scene, allow_writes=writes)
+        answer, usage = await ctx.complete(config.get("model", "default"), messages)
+        sql = answer
+        try:
+            sql = extract_sql(answer)
+            result = await asyncio.to_thread(
+                ctx.tables.execute, ctx.owner_id, table_id, ctx.scene, sql, {}, allow_writes=writes
+            )
+        except InvalidParameter as exc:
+            shown = exc.msg if sql in exc.msg else f"{exc.msg} (SQL: {sql[:500]})"
+            raise NodeError(f"the generated SQL was refused: {shown}") from None
+        return NodeResult({**result, "sql": sql}, usage=usage)
