@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -575,12 +575,13 @@ def _check_values(
 
 def _coerce(field: Field, value: Any) -> Any:
     if field.type == "date":
-        if isinstance(value, datetime):
-            return value
-        try:
-            return datetime.fromisoformat(str(value))
-        except ValueError as exc:
-            raise InvalidParameter(f"field '{field.name}' needs an ISO date") from exc
+        if not isinstance(value, datetime):
+            try:
+                value = datetime.fromisoformat(str(value))
+            except ValueError as exc:
+                raise InvalidParameter(f"field '{field.name}' needs an ISO date") from exc
+        # a date without a zone is UTC (stored as UTC either way)
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
     kinds = _PY[field.type]
     if isinstance(value, bool) and field.type != "boolean":
         raise InvalidParameter(f"field '{field.name}' is {field.type}, not boolean")
