@@ -141,8 +141,12 @@ class Table:
         self._info = self.studio.request("POST", f"tables/{self.id}/publish")
         return self._info
 
-    def drop(self) -> None:
-        """Delete the table and all its rows."""
+    def drop(self, *, missing_ok: bool = False) -> None:
+        """Delete the table and all its rows (``missing_ok``: no error when there is none)."""
+        if missing_ok:
+            tables = self.studio.request("GET", "tables")["tables"]
+            if not any(t["name"] == self.name for t in tables):
+                return
         self.studio.request("DELETE", f"tables/{self.id}")
         self._info = None
 

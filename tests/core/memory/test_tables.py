@@ -120,6 +120,7 @@ def test_custom_sql_is_scoped_and_bound(runtime: Runtime, tables: TableService) 
         ("UPDATE orders SET sys_uid = 'x'", True),
         ("SELECT 1; DELETE FROM orders", True),
         ("SELEC nonsense", False),
+        ("SELECT 'unclosed FROM orders", False),
     ):
         with pytest.raises(InvalidParameter):
             tables.execute(alice.id, mine.id, "draft", sql, {}, allow_writes=writes)
