@@ -21,7 +21,7 @@ _KINDS = {"i": "number", "u": "number", "f": "float", "b": "boolean", "M": "date
 def _pandas() -> Any:
     try:
         import pandas
-    except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+    except ImportError as exc:
         raise ImportError(
             "cl.Table needs pandas in the kernel: pip install 'coze-lab[pandas]'"
         ) from exc

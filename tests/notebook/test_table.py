@@ -59,3 +59,20 @@ def test_a_dataframe_round_trip(agent_host: InProcessHost, model_env: ModelServe
     reply = bot.chat("SELECT city FROM sales WHERE amount > 10")
     assert reply.text == '[demo model] The tool returned: {"rows": [{"city": "Oslo"}], "count": 1}'
     assert model_env.requests[0]["tools"][0]["function"]["name"] == "sales"
+
+
+def test_without_pandas_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pandas(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "pandas":
+            raise ImportError("No module named 'pandas'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    table = cl.Table("sales", studio=object())  # type: ignore[arg-type]  # never reached
+    for call in (table.describe, table.query):
+        with pytest.raises(ImportError, match=r"pip install 'coze-lab\[pandas\]'"):
+            call()
