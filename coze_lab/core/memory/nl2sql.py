@@ -11,6 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.memory.tables import TableInfo
 
@@ -92,3 +95,29 @@ def extract_sql(answer: str) -> str:
     if not sql:
         raise InvalidParameter("the model wrote no SQL")
     return sql
+
+
+def pick_table(sql: str, tables: Sequence[TableInfo]) -> TableInfo:
+    """The table of ``tables`` the statement works on (the first one it names); the
+    statement's checks then refuse any other table in it.
+
+    Example:
+        >>> from datetime import datetime
+        >>> now = datetime(2026, 1, 1)
+        >>> a, b = (TableInfo(i, 1, None, n, "", (), None, now, now, None) for i, n in
+        ...         ((1, "sales"), (2, "stock")))
+        >>> pick_table("SELECT * FROM stock", [a, b]).name
+        'stock'
+    """
+    if len(tables) == 1:
+        return tables[0]
+    by_name = {t.name: t for t in tables}
+    try:
+        statements = [s for s in sqlglot.parse(sql) if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise InvalidParameter(f"the SQL does not parse: {str(exc).splitlines()[0][:200]}") from exc
+    for statement in statements[:1]:
+        for table in statement.find_all(exp.Table):
+            if table.name in by_name:
+                return by_name[table.name]
+    raise InvalidParameter(f"the SQL names none of the tables {sorted(by_name)}")

@@ -121,5 +121,29 @@ def test_natural_language_mode_writes_checked_sql(
     assert sneaky.status == "failed"
     assert "may use only the table 'orders'" in sneaky.error["msg"]
     assert len(tables.query(host.user.id, orders.id, "draft")) == 3
+    # several tables: the model picks one; the statement's checks still allow only it
+    stock = tables.create(
+        host.user.id, "stock", [{"name": "item"}, {"name": "n", "type": "number"}]
+    )
+    tables.insert(host.user.id, stock.id, "draft", {"item": "tea", "n": 4})
+    both = cl.Workflow("ask_shop")
+    both.inputs(question=str)
+    both.database("ask", tables=["orders", "stock"], operation="nl", query="{{start.question}}")
+    both.end(rows="{{ask.rows}}", table="{{ask.table}}")
+    model_env.script(
+        [
+            "SELECT item, n FROM stock",
+            "SELECT * FROM stock JOIN orders ON 1 = 1",
+            "SELECT 1 AS one",
+        ]
+    )
+    picked = host.run(both.validate(), {"question": "What is in stock?"})
+    assert picked.outputs == {"rows": [{"item": "tea", "n": 4}], "table": "stock"}, picked.error
+    schema = model_env.requests[-1]["messages"][0]["content"]
+    assert "orders" in schema and "stock" in schema
+    joined = host.run(both.validate(), {"question": "Join them"})
+    assert "may use only the table 'stock'" in joined.error["msg"]
+    nowhere = host.run(both.validate(), {"question": "One"})
+    assert "names none of the tables ['orders', 'stock']" in nowhere.error["msg"]
     with pytest.raises(NotFound):  # another user never sees the table
         tables.query(other.id, orders.id, "draft")
