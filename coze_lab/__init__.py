@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from coze_lab.notebook.bot import Bot, ChatReply
     from coze_lab.notebook.connect import connect
     from coze_lab.notebook.plugin import Plugin
+    from coze_lab.notebook.table import Table
     from coze_lab.notebook.workflow import Workflow
 
 #: imported on first use: the server and the CLI start without the notebook API's weight
@@ -23,6 +24,7 @@ _LAZY = {
     "Bot": "coze_lab.notebook.bot",
     "ChatReply": "coze_lab.notebook.bot",
     "Plugin": "coze_lab.notebook.plugin",
+    "Table": "coze_lab.notebook.table",
     "Workflow": "coze_lab.notebook.workflow",
     "WorkflowDefinitionError": "coze_lab.core.workflows",
     "connect": "coze_lab.notebook.connect",
@@ -34,6 +36,7 @@ __all__ = [
     "Bot",
     "ChatReply",
     "Plugin",
+    "Table",
     "Workflow",
     "WorkflowDefinitionError",
     "__version__",

@@ -258,6 +258,7 @@ class Runtime:
                 workspaces=WorkspaceRoot(self.config.workspace_path),
                 variables=self.variables,
                 file_history=self.file_history,
+                tables=self.tables,
             )
         return self._chats
 

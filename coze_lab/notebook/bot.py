@@ -21,7 +21,8 @@ from coze_lab.notebook.http import SseEvent, StudioClient
 
 
 class Bot:
-    """A bot: prompt, model, variables, workflow tools and client functions.
+    """A bot: prompt, model, variables, workflow tools, client functions and tables
+    (``tables=[sales]``: the model queries them with SQL; ``table_writes``: and changes them).
 
     Example:
         >>> import coze_lab as cl
@@ -44,6 +45,8 @@ class Bot:
         variables: Mapping[str, str] | None = None,
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
+        tables: Sequence[Any] = (),
+        table_writes: bool = False,
         history_rounds: int = 10,
         studio: StudioClient | None = None,
         host: Any = None,
@@ -57,6 +60,9 @@ class Bot:
         self.variables = dict(variables or {})
         self.workflows = list(workflows)
         self.functions = [dict(f) for f in functions]
+        #: ``cl.Table`` objects or table ids the model queries with SQL (one tool each)
+        self.tables = list(tables)
+        self.table_writes = table_writes
         self.history_rounds = history_rounds
         #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
         self._studio = studio if studio is not None else None if host is None else host.studio
@@ -155,6 +161,10 @@ class Bot:
             "variables": [{"keyword": k, "default_value": v} for k, v in self.variables.items()],
             "workflow_id_list": {"ids": [{"id": self._workflow_id(w)} for w in self.workflows]},
             "functions": self.functions,
+            "tables": [
+                {"table_id": str(getattr(t, "id", t)), "allow_writes": self.table_writes}
+                for t in self.tables
+            ],
         }
 
     def _workflow_id(self, workflow: Workflow | str | int) -> str:

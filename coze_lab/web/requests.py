@@ -17,6 +17,7 @@ from coze_lab.core.bots.config import (
     MAX_QUESTION_CHARS,
     MAX_QUESTIONS,
     MAX_SUGGEST_PROMPT_CHARS,
+    MAX_TABLES,
     MAX_TOOL_ROUNDS,
     MAX_VALUE_CHARS,
     MAX_VARIABLES,
@@ -24,6 +25,7 @@ from coze_lab.core.bots.config import (
     RESPONSE_FORMATS,
     SUGGEST_MODES,
     BotEdit,
+    BotTable,
     ClientFunction,
     PluginTool,
     Variable,
@@ -384,6 +386,8 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         if not isinstance(body["file_tools"], bool):
             raise InvalidParameter("file_tools must be true or false")
         changes["file_tools"] = body["file_tools"]
+    if "tables" in body:
+        changes["tables"] = _tables(body["tables"])
     return changes
 
 
@@ -486,6 +490,25 @@ def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:
             raise InvalidParameter(f"{where}.parameters must be a JSON schema of type object")
         result.append(ClientFunction(name, description, parameters))
     return tuple(result)
+
+
+def _tables(raw: Any) -> tuple[BotTable, ...]:
+    """``[{table_id, allow_writes?}]``: the user tables the model may query (NL2SQL)."""
+    items = _list(raw, "tables")
+    if len(items) > MAX_TABLES:
+        raise InvalidParameter(f"tables allows at most {MAX_TABLES} tables")
+    result: dict[int, BotTable] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InvalidParameter(f"tables[{i}] must be an object {{table_id, allow_writes}}")
+        table_id = parse_id(item.get("table_id"), f"tables[{i}].table_id")
+        writes = item.get("allow_writes", False)
+        if not isinstance(writes, bool):
+            raise InvalidParameter(f"tables[{i}].allow_writes must be true or false")
+        if table_id in result:
+            raise InvalidParameter(f"tables[{i}]: table {table_id} is listed twice")
+        result[table_id] = BotTable(table_id, writes)
+    return tuple(result.values())
 
 
 def _object(body: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:

@@ -97,7 +97,11 @@ from coze_lab.web.handlers.tables import (
     TableFieldsHandler,
     TableHandler,
     TablePublishHandler,
+    TableQueryHandler,
+    TableRowsBatchHandler,
+    TableRowsDeleteHandler,
     TableRowsHandler,
+    TableRowsUpdateHandler,
     TablesHandler,
 )
 from coze_lab.web.handlers.users import UserMeHandler
@@ -1604,6 +1608,95 @@ ROUTES: tuple[Route, ...] = (
                 "studio",
                 body={"type": "object", "properties": {"values": s.OBJ, "scene": s.SCENE}},
                 status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/rows/batch",
+        TableRowsBatchHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Add rows in one transaction (a bad row adds none)",
+                "studio",
+                body={
+                    "type": "object",
+                    "required": ["rows"],
+                    "properties": {
+                        "rows": {"type": "array", "minItems": 1, "maxItems": 10000, "items": s.OBJ},
+                        "scene": s.SCENE,
+                    },
+                },
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/query",
+        TableQueryHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Your rows by SQL (one checked SELECT) or by conditions",
+                "studio",
+                body={
+                    "type": "object",
+                    "properties": {
+                        "sql": s.STR,
+                        "params": s.OBJ,
+                        "fields": {"type": "array", "items": s.STR},
+                        "where": s.TABLE_WHERE,
+                        "logic": {"enum": ["and", "or"]},
+                        "order_by": {"type": "array", "items": s.OBJ},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        "scene": s.SCENE,
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/rows/update",
+        TableRowsUpdateHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Change your rows that match the conditions",
+                "studio",
+                body={
+                    "type": "object",
+                    "required": ["where", "values"],
+                    "properties": {
+                        "where": {**s.TABLE_WHERE, "minItems": 1},
+                        "values": s.OBJ,
+                        "logic": {"enum": ["and", "or"]},
+                        "scene": s.SCENE,
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/tables/{table_id}/rows/delete",
+        TableRowsDeleteHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Delete your rows that match the conditions",
+                "studio",
+                body={
+                    "type": "object",
+                    "required": ["where"],
+                    "properties": {
+                        "where": {**s.TABLE_WHERE, "minItems": 1},
+                        "logic": {"enum": ["and", "or"]},
+                        "scene": s.SCENE,
+                    },
+                },
             ),
         ),
     ),

@@ -214,6 +214,32 @@ USER = {
 
 OBJ = {"type": "object"}
 STR = {"type": "string"}
+#: conditions on a user table's rows
+TABLE_WHERE = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["field"],
+        "properties": {
+            "field": STR,
+            "op": {
+                "enum": [
+                    "==",
+                    "!=",
+                    ">",
+                    ">=",
+                    "<",
+                    "<=",
+                    "contains",
+                    "not_contains",
+                    "empty",
+                    "not_empty",
+                ]
+            },
+            "value": {},
+        },
+    },
+}
 #: an object a body may leave null (read as absent)
 OBJ_OR_NULL = {"type": ["object", "null"]}
 #: text a definition may leave null (read as empty)
@@ -367,6 +393,17 @@ BOT_BODY = {
         "file_tools": {
             "type": "boolean",
             "description": "list_files, read_file and write_file on the session's workspace",
+        },
+        "tables": {
+            "type": "array",
+            "maxItems": 10,
+            "description": "user tables of the bot's space the model queries with SQL (one"
+            " tool per table; allow_writes: it may also insert, update and delete)",
+            "items": {
+                "type": "object",
+                "required": ["table_id"],
+                "properties": {"table_id": ID, "allow_writes": {"type": "boolean"}},
+            },
         },
     },
 }

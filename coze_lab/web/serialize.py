@@ -335,6 +335,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
         ],
         "functions": [f.to_dict() for f in config.functions],
         "file_tools": config.file_tools,
+        "tables": [t.to_dict() for t in config.tables],
         "connectors": {k: str(v) for k, v in info.connectors.items()},
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coze_lab.core.bots import BotConfig
+from coze_lab.core.bots import BotConfig, BotTable
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.web.requests import parse_bot_edit
 
@@ -31,6 +31,9 @@ def test_a_create_body_round_trips_through_storage() -> None:
     assert config.variable_defaults() == {"name": "you"}
     assert (config.suggest_reply_mode, config.suggest_reply_prompt) == ("customized", "Ask more")
     assert config.response_format == "text"
+    tabled = config_of({"tables": [{"table_id": "7004", "allow_writes": True}]}, config)
+    assert tabled.tables == (BotTable(7004, True),)
+    assert BotConfig.from_dict(tabled.to_dict()) == tabled
     assert BotConfig.from_dict(config.to_dict()) == config
     pinned = BotConfig.from_dict({**config.to_dict(), "workflow_versions": {"7001": 3}})
     assert pinned.workflow_versions == {7001: 3}
@@ -68,6 +71,11 @@ def test_update_changes_only_the_fields_it_names() -> None:
         {"suggest_reply_info": {"reply_mode": "sometimes"}},
         {"suggest_reply_info": {"reply_mode": "customized"}},
         {"model_info_config": {"model_id": "m", "response_format": "yaml"}},
+        {"tables": [{"table_id": "x"}]},
+        {"tables": [{"table_id": "7", "allow_writes": "yes"}]},
+        {"tables": [{"table_id": "7"}, {"table_id": "7"}]},
+        {"tables": [{"table_id": str(i)} for i in range(1, 12)]},
+        {"tables": ["7"]},
     ],
 )
 def test_bad_bodies_name_the_field(body: dict) -> None:

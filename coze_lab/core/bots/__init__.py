@@ -8,7 +8,14 @@ Example:
 
 from __future__ import annotations
 
-from coze_lab.core.bots.config import BotConfig, BotEdit, ClientFunction, PluginTool, Variable
+from coze_lab.core.bots.config import (
+    BotConfig,
+    BotEdit,
+    BotTable,
+    ClientFunction,
+    PluginTool,
+    Variable,
+)
 from coze_lab.core.bots.service import BotInfo, BotService, ResolvedBot
 
 __all__ = [
@@ -16,6 +23,7 @@ __all__ = [
     "BotEdit",
     "BotInfo",
     "BotService",
+    "BotTable",
     "ClientFunction",
     "PluginTool",
     "ResolvedBot",

@@ -22,6 +22,8 @@ MAX_PROLOGUE_CHARS = 10_000
 MAX_QUESTIONS, MAX_QUESTION_CHARS = 20, 1000
 MAX_VARIABLES, MAX_VALUE_CHARS = 100, 10_000
 MAX_FUNCTIONS = 64
+#: user tables a bot may query in chat (one NL2SQL tool each)
+MAX_TABLES = 10
 #: Coze's ``suggest_reply_info.reply_mode``: no suggestions, ours, or the bot's own prompt
 SUGGEST_MODES = ("disable", "enable", "customized")
 MAX_SUGGEST_PROMPT_CHARS = 2000
@@ -68,6 +70,17 @@ class PluginTool:
 
     def to_dict(self) -> dict[str, str]:
         return {"plugin_id": str(self.plugin_id), "api_id": str(self.tool_id)}
+
+
+@dataclass(frozen=True)
+class BotTable:
+    """A user table the bot's model may query with SQL (``allow_writes``: and change)."""
+
+    table_id: int
+    allow_writes: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table_id": str(self.table_id), "allow_writes": self.allow_writes}
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,8 @@ class BotConfig:
     save_variables: bool = False
     #: the model gets list_files, read_file and write_file on the session's workspace
     file_tools: bool = False
+    #: user tables the model queries with SQL, one tool per table (NL2SQL)
+    tables: tuple[BotTable, ...] = ()
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -146,6 +161,7 @@ class BotConfig:
             "response_format": self.response_format,
             "save_variables": self.save_variables,
             "file_tools": self.file_tools,
+            "tables": [t.to_dict() for t in self.tables],
         }
 
     @classmethod
@@ -175,6 +191,10 @@ class BotConfig:
             response_format=data.get("response_format", "text"),
             save_variables=bool(data.get("save_variables", False)),
             file_tools=bool(data.get("file_tools", False)),
+            tables=tuple(
+                BotTable(int(t["table_id"]), bool(t.get("allow_writes", False)))
+                for t in data.get("tables", [])
+            ),
         )
 
     def variable_defaults(self) -> dict[str, str]:

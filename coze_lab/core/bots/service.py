@@ -23,6 +23,7 @@ from coze_lab.store.models import (
     BotVersion,
     PluginRecord,
     PluginTool,
+    UserTable,
     WorkflowRecord,
     WorkflowVersion,
 )
@@ -375,6 +376,18 @@ class BotService:
                 raise InvalidParameter(
                     f"plugin_id_list: no such plugin tool in the bot's space: {named}"
                 )
+        if config.tables:
+            table_ids = [t.table_id for t in config.tables]
+            known = set(
+                session.scalars(
+                    select(UserTable.id).where(
+                        UserTable.space_id == space_id, UserTable.id.in_(table_ids)
+                    )
+                )
+            )
+            absent = [str(i) for i in table_ids if i not in known]
+            if absent:
+                raise NotFound(f"table {', '.join(absent)} does not exist in the bot's space")
         if not config.workflow_ids:
             return
         found = set(

@@ -21,6 +21,7 @@ from coze_lab.core.chat.file_tools import CURRENT_CALL, FileWrite, file_tools
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
+from coze_lab.core.chat.table_tools import table_tools
 from coze_lab.core.chat.tools import (
     Tool,
     ToolBox,
@@ -41,6 +42,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.memory.tables import TableService
 from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.engine import RunWorkspace
@@ -117,8 +119,11 @@ class ChatService:
         workspaces: WorkspaceRoot | None = None,
         variables: VariableService | None = None,
         file_history: Any = None,
+        tables: TableService | None = None,
     ) -> None:
         self.bots = bots
+        #: user tables a bot's model queries with SQL (None: bots with tables fail to chat)
+        self.tables = tables
         #: end users' stored variable values (None: the bot's defaults only)
         self.variables = variables
         #: reads the files messages name into the model's context (None: placeholders only)
@@ -659,6 +664,11 @@ class ChatService:
             tools.append(workflow_tool(workflow_id, spec, version, runner))
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
+        if config.tables:
+            if self.tables is None:
+                raise InvalidParameter("this bot uses tables, but tables are not available")
+            scene = "draft" if draft else "online"
+            tools += table_tools(owner_id, config, scene, self.tables)
         tools += function_tools(config)
         if config.save_variables and scope is not None and self.variables is not None:
             tools += variable_tools(config, scope, self.variables)

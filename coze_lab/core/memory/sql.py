@@ -37,7 +37,7 @@ def scoped_statement(
     """
     try:
         statements = [s for s in sqlglot.parse(sql) if s is not None]
-    except sqlglot.errors.ParseError as exc:
+    except sqlglot.errors.SqlglotError as exc:  # ParseError, TokenError (an open quote)
         raise InvalidParameter(f"the SQL does not parse: {_first_line(exc)}") from exc
     if len(statements) != 1:
         raise InvalidParameter("give exactly one SQL statement")
@@ -46,7 +46,7 @@ def scoped_statement(
     if not reads and not isinstance(tree, exp.Insert | exp.Update | exp.Delete):
         raise InvalidParameter("only SELECT, INSERT, UPDATE and DELETE are allowed")
     if not reads and not allow_writes:
-        raise InvalidParameter("this node may only read (set allow_writes to change rows)")
+        raise InvalidParameter("only SELECT is allowed here (allow_writes is off)")
     if tree.find(exp.With) is not None:
         raise InvalidParameter("WITH is not supported in custom SQL")
     for table in tree.find_all(exp.Table):
@@ -61,7 +61,10 @@ def scoped_statement(
         needs = _scope_insert(tree, physical)
     else:
         _scope_change(tree, logical, physical)
-    generated = tree.sql(dialect=_DIALECTS.get(dialect, "sqlite"))
+    try:
+        generated = tree.sql(dialect=_DIALECTS.get(dialect, "sqlite"))
+    except sqlglot.errors.SqlglotError as exc:
+        raise InvalidParameter(f"the SQL cannot be run here: {_first_line(exc)}") from exc
     return text(_PYFORMAT.sub(r":\1", generated)), needs, reads
 
 

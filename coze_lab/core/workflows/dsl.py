@@ -274,8 +274,9 @@ class Workflow:
     def message(self, node_id: str, *, content: str, **kwargs: Any) -> str:
         return self.node("message", node_id, content=content, **kwargs)
 
-    def database(self, node_id: str, *, table: Any, operation: str, **kwargs: Any) -> str:
-        """Read or change a user table (``table``: its name, or a TableInfo).
+    def database(self, node_id: str, *, table: Any = None, operation: str, **kwargs: Any) -> str:
+        """Read or change a user table (``table``: its name, a TableInfo or a ``cl.Table``;
+        ``operation="nl"`` may name several as ``tables=[...]``).
 
         Example:
             >>> wf.database("recent", table="orders", operation="query",
@@ -285,8 +286,11 @@ class Workflow:
             ...             sql="SELECT sum(amount) AS total FROM orders "
             ...                 "WHERE customer = {{start.name}}")          # doctest: +SKIP
         """
-        name = getattr(table, "name", table)
-        return self.node("database", node_id, table=str(name), operation=operation, **kwargs)
+        if table is not None:
+            kwargs["table"] = str(getattr(table, "name", table))
+        if isinstance(kwargs.get("tables"), list | tuple):
+            kwargs["tables"] = [str(getattr(t, "name", t)) for t in kwargs["tables"]]
+        return self.node("database", node_id, operation=operation, **kwargs)
 
     def plugin(self, node_id: str, *, plugin: Any, tool: str, **kwargs: Any) -> str:
         """Call a plugin tool; ``inputs=`` are its arguments, ``plugin`` a Plugin or its id.

@@ -120,6 +120,7 @@ def test_custom_sql_is_scoped_and_bound(runtime: Runtime, tables: TableService) 
         ("UPDATE orders SET sys_uid = 'x'", True),
         ("SELECT 1; DELETE FROM orders", True),
         ("SELEC nonsense", False),
+        ("SELECT 'unclosed FROM orders", False),
     ):
         with pytest.raises(InvalidParameter):
             tables.execute(alice.id, mine.id, "draft", sql, {}, allow_writes=writes)
@@ -156,3 +157,22 @@ def test_a_field_type_that_is_not_a_name_is_a_400_not_a_500(kind: object) -> Non
     """schemathesis found ``{"type": {}}`` answered 500 (an unhashable ``in`` test)."""
     with pytest.raises(InvalidParameter, match=r"fields\[0\]\.type must be one of"):
         parse_fields([{"name": "a", "type": kind}])
+
+
+def test_insert_many_is_one_transaction(runtime: Runtime, tables: TableService) -> None:
+    alice = runtime.identity.ensure_user("alice")
+    orders = tables.create(alice.id, "orders", FIELDS)
+    rows = [{"customer": f"c{i}", "amount": i} for i in range(50)]
+    ids = tables.insert_many(alice.id, orders.id, "draft", rows)
+    assert len(set(ids)) == 50
+    with pytest.raises(InvalidParameter) as bad:
+        tables.insert_many(alice.id, orders.id, "draft", [{"customer": "x"}, {"amount": 1}])
+    assert "rows[1]" in bad.value.msg and "customer" in bad.value.msg
+    for empty in ([], "rows", None):
+        with pytest.raises(InvalidParameter):
+            tables.insert_many(alice.id, orders.id, "draft", empty)  # type: ignore[arg-type]
+    assert len(tables.query(alice.id, orders.id, "draft", limit=1000)) == 50
+    # a date without a zone is read as UTC
+    notes = tables.create(alice.id, "notes", [{"name": "at", "type": "date"}])
+    tables.insert_many(alice.id, notes.id, "draft", [{"at": "2026-01-02T03:04:05"}])
+    assert tables.query(alice.id, notes.id, "draft")[0]["at"].startswith("2026-01-02T03:04:05")
