@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from coze_lab.core import connectors
+from coze_lab.core.chat.tools import variable_tools
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.services import Runtime
 from coze_lab.web.requests import parse_bot_edit
@@ -72,6 +73,9 @@ def test_who_may_set(runtime: Runtime) -> None:
     with pytest.raises(InvalidParameter, match=r"agent\) may not set .*: mood \(agent_can_set"):
         variables.update(scope, config, {"mood": "glad"}, by="agent")
     assert variables.values(scope, config) == {"plan": "", "mood": "", "city": ""}
+    # the save_variable tool offers only what the agent may set
+    (tool,) = variable_tools(config, scope, variables)
+    assert tool.parameters["properties"]["keyword"]["enum"] == ["plan", "city"]
     variables.update(scope, config, {"plan": "pro", "city": "Oslo"}, by="agent")
     variables.update(scope, config, {"mood": "glad"})
     assert variables.values(scope, config) == {"plan": "pro", "mood": "glad", "city": "Oslo"}
