@@ -238,6 +238,15 @@ def test_a_bots_variables_are_seen_and_set_in_the_sidebar(page: Page, lab: Lab) 
     variables = api.request("GET", f"bots/{bot['bot_id']}/variables")["variables"]
     assert [(v["keyword"], v["value"]) for v in variables] == [("city", "Oslo"), ("plan", "free")]
     shot(page, "sidebar_variables.png")
+    # saving the bot from the sidebar's editor keeps what its text box does not show
+    row.get_by_role("button", name="Edit").click()
+    page.get_by_test_id("coze-lab-bot-save").click()
+    expect(page.get_by_test_id("coze-lab-bot-status")).to_contain_text("Saved")
+    kept = api.bot(bot["bot_id"])["variables"]
+    assert [(v["keyword"], v["description"], v["user_can_set"]) for v in kept] == [
+        ("city", "home town", True),
+        ("plan", "", False),
+    ]
 
 
 def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
