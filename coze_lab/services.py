@@ -210,6 +210,7 @@ class Runtime:
                 http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 plugins=lambda: self.plugins,
                 tables=self.tables,
+                variables=self.variables,
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,

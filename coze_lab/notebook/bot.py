@@ -8,7 +8,7 @@ on the server (a kernel restart loses nothing), and it can be published to the A
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -24,12 +24,17 @@ class Bot:
     """A bot: prompt, model, variables, workflow tools, client functions and tables
     (``tables=[sales]``: the model queries them with SQL; ``table_writes``: and changes them).
 
+    ``variables`` defines the bot's variables: keyword → default value, or keyword →
+    ``{"default_value", "description", "user_can_set", "agent_can_set"}``.
+    ``bot.variables`` then reads and sets your values of them (:class:`BotVariables`).
+
     Example:
         >>> import coze_lab as cl
         >>> bot = cl.Bot("helper", prompt="You answer in one sentence, {{name}}.",
         ...              variables={"name": "friend"})            # doctest: +SKIP
         >>> for piece in bot.chat("What is WAL mode?"):          # doctest: +SKIP
         ...     print(piece, end="")
+        >>> bot.variables["name"] = "Ada"                        # doctest: +SKIP
         >>> bot.publish()                                        # doctest: +SKIP
         1
     """
@@ -42,7 +47,7 @@ class Bot:
         description: str = "",
         model: str = "default",
         temperature: float | None = None,
-        variables: Mapping[str, str] | None = None,
+        variables: Mapping[str, str | Mapping[str, Any]] | None = None,
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
         tables: Sequence[Any] = (),
@@ -57,7 +62,7 @@ class Bot:
         self.description = description
         self.model = model
         self.temperature = temperature
-        self.variables = dict(variables or {})
+        self.variables = BotVariables(self, variables or {})
         self.workflows = list(workflows)
         self.functions = [dict(f) for f in functions]
         #: ``cl.Table`` objects or table ids the model queries with SQL (one tool each)
@@ -97,6 +102,7 @@ class Bot:
             self._id = int(self.studio.create_bot(**body)["bot_id"])
         else:
             self.studio.update_bot(str(self._id), **body)
+        self.variables._saved = True
         return self._id
 
     def publish(self, connector_ids: Sequence[str] = connectors.PUBLISHABLE) -> int:
@@ -158,7 +164,7 @@ class Bot:
             "description": self.description,
             "prompt_info": {"prompt": self.prompt},
             "model_info_config": model,
-            "variables": [{"keyword": k, "default_value": v} for k, v in self.variables.items()],
+            "variables": self.variables.definitions,
             "workflow_id_list": {"ids": [{"id": self._workflow_id(w)} for w in self.workflows]},
             "functions": self.functions,
             "tables": [
@@ -174,6 +180,136 @@ class Bot:
 
     def __repr__(self) -> str:
         return f"Bot({self.name!r}, id={self._id})"
+
+
+#: the fields a variable definition may give (beside its keyword)
+_DEFINITION = ("default_value", "description", "enable", "user_can_set", "agent_can_set")
+
+
+class BotVariables(Mapping[str, str]):
+    """A bot's variables: their definitions, and one end user's values of them.
+
+    Read it as a dict (a value never set reads as its default); setting a value writes it
+    as the end user would (a variable with ``user_can_set=False`` refuses). The end user is
+    you on the Playground (the values your chats with the draft use) unless
+    :meth:`of` names another one.
+
+    Example:
+        >>> bot = cl.Bot("helper", prompt="Hi {{name}}", variables={"name": "friend"})
+        ...                                                      # doctest: +SKIP
+        >>> bot.variables["name"] = "Ada"                        # doctest: +SKIP
+        >>> dict(bot.variables)                                  # doctest: +SKIP
+        {'name': 'Ada'}
+        >>> bot.variables.define("plan", "free", user_can_set=False)  # doctest: +SKIP
+        >>> bot.variables.of("customer-7", connector="1024")["name"]  # doctest: +SKIP
+        'friend'
+    """
+
+    def __init__(
+        self,
+        bot: Bot,
+        definitions: Mapping[str, str | Mapping[str, Any]],
+        *,
+        connector: str = connectors.PLAYGROUND,
+        user: str | None = None,
+    ) -> None:
+        self._bot = bot
+        self._defs: dict[str, dict[str, Any]] = {}
+        self._connector, self._user = connector, user
+        self._saved = False
+        for keyword, spec in definitions.items():
+            if isinstance(spec, Mapping):
+                self.define(keyword, **spec)
+            else:
+                self.define(keyword, spec)
+
+    # ---- definitions ------------------------------------------------------------------
+    def define(
+        self,
+        keyword: str,
+        default_value: str = "",
+        description: str = "",
+        *,
+        enable: bool = True,
+        user_can_set: bool = True,
+        agent_can_set: bool = True,
+    ) -> None:
+        """Add or change a variable's definition (stored with the bot's next save)."""
+        self._defs[keyword] = {
+            "keyword": keyword,
+            "default_value": default_value,
+            "description": description,
+            "enable": enable,
+            "user_can_set": user_can_set,
+            "agent_can_set": agent_can_set,
+        }
+        self._saved = False
+
+    @property
+    def definitions(self) -> list[dict[str, Any]]:
+        """The definitions, as the bot stores them."""
+        return [dict(d) for d in self._defs.values()]
+
+    # ---- values -----------------------------------------------------------------------
+    def of(self, user: str, *, connector: str = connectors.API) -> BotVariables:
+        """The values of another end user (Coze's ``connector_uid``) on ``connector``
+        (default the API, ``"1024"``)."""
+        view = BotVariables(self._bot, {}, connector=connector, user=user)
+        view._defs = self._defs
+        return view
+
+    def states(self) -> list[dict[str, Any]]:
+        """Each enabled variable's definition with this end user's value (``update_time``
+        0: never set)."""
+        bot_id = self._bot_id()
+        data = self._bot.studio.request("GET", f"bots/{bot_id}/variables", **self._target())
+        return list(data["variables"])
+
+    def update(self, values: Mapping[str, str] | None = None, /, **more: str) -> None:
+        """Set several values at once, all or none: ``update(city="Oslo", units="metric")``."""
+        data = [{"keyword": k, "value": v} for k, v in {**(values or {}), **more}.items()]
+        body = {"data": data, **self._target()}
+        self._bot.studio.request("PUT", f"bots/{self._bot_id()}/variables", body)
+
+    def __setitem__(self, keyword: str, value: str) -> None:
+        self.update({keyword: value})
+
+    def __getitem__(self, keyword: str) -> str:
+        values = self._values()
+        if keyword not in values:
+            raise KeyError(f"{keyword} (the bot's enabled variables: {', '.join(values)})")
+        return values[keyword]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def items(self) -> ItemsView[str, str]:
+        """Every (keyword, value), read at once."""
+        return self._values().items()
+
+    def values(self) -> ValuesView[str]:
+        return self._values().values()
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __repr__(self) -> str:
+        who = "you" if self._user is None else repr(self._user)
+        values = self._values() if self._bot._id is not None else {}
+        return f"BotVariables({values!r}, user={who}, connector={self._connector!r})"
+
+    def _values(self) -> dict[str, str]:
+        return {s["keyword"]: s["value"] for s in self.states()}
+
+    def _target(self) -> dict[str, str]:
+        target = {"connector_id": self._connector}
+        if self._user is not None:
+            target["connector_uid"] = self._user
+        return target
+
+    def _bot_id(self) -> int:
+        bot = self._bot
+        return bot.save() if bot._id is None or not bot.variables._saved else bot._id
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,9 @@ class WorkflowRun(Base):
     root_run_id: Mapped[int | None] = mapped_column(nullable=True, index=True)
     #: the run this one retries from a node (its upstream records were copied from it)
     retry_of: Mapped[int | None] = mapped_column(nullable=True)
+    #: whose variables the run's variable and assign nodes use: {bot_id, connector_id,
+    #: connector_uid} (None: a run without a bot)
+    bot_context: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     definition: Mapped[dict] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
     inputs: Mapped[dict] = mapped_column(JSON)

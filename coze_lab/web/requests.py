@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coze_lab.core import connectors
 from coze_lab.core.bots.config import (
     MAX_FUNCTIONS,
     MAX_HISTORY_ROUNDS,
@@ -262,6 +263,23 @@ def parse_workflow_parameters(body: Mapping[str, Any]) -> dict[str, Any]:
     return parameters
 
 
+def parse_workflow_bot(body: Mapping[str, Any]) -> tuple[int, str | None] | None:
+    """A workflow run's bot (Coze's ``bot_id``) and end user (``ext.user_id``; None: the
+    caller), whose variables its variable and assign nodes use; None without a bot.
+
+    Example:
+        >>> parse_workflow_bot({"bot_id": "7", "ext": {"user_id": "u1"}})
+        (7, 'u1')
+    """
+    if body.get("bot_id") in (None, ""):
+        return None
+    ext = body.get("ext") or {}
+    if not isinstance(ext, Mapping):
+        raise InvalidParameter("ext must be an object")
+    uid = ext.get("user_id")
+    return parse_id(body["bot_id"], "bot_id"), None if uid in (None, "") else check_uid(uid)
+
+
 def parse_retry(body: Mapping[str, Any]) -> tuple[str | None, dict[str, dict[str, Any]]]:
     """A run's retry: ``from_node`` (default: the node it failed on) and ``node_changes``
     ({node id: {key: value}})."""
@@ -464,10 +482,12 @@ def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
         seen.add(keyword)
         default = text(item.get("default_value", ""), f"{where}.default_value", MAX_VALUE_CHARS)
         description = limits.description(item.get("description", ""), f"{where}.description")
-        enable = item.get("enable", True)
-        if not isinstance(enable, bool):
-            raise InvalidParameter(f"{where}.enable must be a boolean")
-        result.append(Variable(keyword, default, description, enable))
+        flags = {}
+        for name in ("enable", "user_can_set", "agent_can_set"):
+            flags[name] = item.get(name, True)
+            if not isinstance(flags[name], bool):
+                raise InvalidParameter(f"{where}.{name} must be a boolean")
+        result.append(Variable(keyword, default, description, **flags))
     return tuple(result)
 
 
@@ -586,3 +606,23 @@ def parse_variables_update(body: Mapping[str, Any]) -> VariablesRequest:
     value}]}``; a value is at most ``MAX_VALUE_CHARS`` (10,000) characters."""
     bot_id, connector, uid = _variables_target(body)
     return VariablesRequest(bot_id, connector, uid, values=check_values(body.get("data")))
+
+
+def parse_studio_variables(
+    fields: Mapping[str, Any], bot_id: str, user_id: int, *, update: bool = False
+) -> VariablesRequest:
+    """The studio's ``/coze_lab/api/bots/{bot_id}/variables``: the connector (default the
+    Playground) and end user (default you, as in your Playground chats), and for a PUT the
+    ``data`` ``[{keyword, value}]``.
+
+    Example:
+        >>> parse_studio_variables({}, "7", 1).connector_uid
+        '1'
+    """
+    connector = fields.get("connector_id") or connectors.PLAYGROUND
+    if not isinstance(connector, str):
+        raise InvalidParameter("connector_id must be a string")
+    uid = fields.get("connector_uid")
+    uid = str(user_id) if uid in (None, "") else check_uid(uid)
+    values = check_values(fields.get("data")) if update else {}
+    return VariablesRequest(parse_id(bot_id, "bot_id"), connector, uid, values=values)

@@ -105,7 +105,7 @@ from coze_lab.web.handlers.tables import (
     TablesHandler,
 )
 from coze_lab.web.handlers.users import UserMeHandler
-from coze_lab.web.handlers.variables import VariablesHandler
+from coze_lab.web.handlers.variables import StudioBotVariablesHandler, VariablesHandler
 from coze_lab.web.handlers.workflows import (
     ExecuteNodeHandler,
     RunHistoryHandler,
@@ -1404,6 +1404,30 @@ ROUTES: tuple[Route, ...] = (
                 "studio",
                 data=s.BOT,
                 body={"type": "object", "properties": {"connector_ids": s.CONNECTOR_IDS}},
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/bots/{bot_id}/variables",
+        StudioBotVariablesHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A bot's variables with an end user's values (default: yours, Playground)",
+                "studio",
+                data=s.VARIABLE_STATES,
+                query=(
+                    ("connector_id", "string", False),
+                    ("connector_uid", {"type": "string", "maxLength": 255}, False),
+                ),
+            ),
+            Op(
+                "put",
+                "Set an end user's values, as the end user (all or none)",
+                "studio",
+                data=s.VARIABLE_STATES,
+                body=s.STUDIO_VARIABLES_UPDATE,
             ),
         ),
     ),

@@ -144,8 +144,14 @@ RUN_BODY = {
         "workflow_id": ID,
         "parameters": {"type": ["object", "string"]},
         "is_async": {"type": "boolean"},
-        "bot_id": {"type": "string"},
-        "ext": {"type": "object"},
+        "bot_id": {
+            "type": "string",
+            "description": "the bot whose variables the run's variable and assign nodes use",
+        },
+        "ext": {
+            "type": "object",
+            "description": "user_id: the end user whose variables they are (default: you)",
+        },
         "version": {
             **VERSION,
             "description": "run this published version ('3' or 'v3'; default: the newest)",
@@ -355,6 +361,15 @@ BOT_BODY = {
                     "default_value": TEXT,
                     "description": TEXT,
                     "enable": {"type": "boolean"},
+                    "user_can_set": {
+                        "type": "boolean",
+                        "description": "the end user may set it (/v1/variables); default true",
+                    },
+                    "agent_can_set": {
+                        "type": "boolean",
+                        "description": "the bot may set it (save_variable tool, workflow"
+                        " assign node); default true",
+                    },
                 },
             },
         },
@@ -509,6 +524,38 @@ VARIABLES_UPDATE = {
                 },
             },
         },
+    },
+}
+#: the studio's view of a bot's variables for an end user
+VARIABLE_STATES = {
+    "type": "object",
+    "properties": {
+        "variables": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "keyword": {"type": "string"},
+                    "value": {"type": "string"},
+                    "default_value": {"type": "string"},
+                    "description": {"type": "string"},
+                    "enable": {"type": "boolean"},
+                    "user_can_set": {"type": "boolean"},
+                    "agent_can_set": {"type": "boolean"},
+                    "update_time": {"type": "integer"},
+                },
+                "required": ["keyword", "value", "user_can_set", "agent_can_set"],
+            },
+        }
+    },
+}
+STUDIO_VARIABLES_UPDATE = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "connector_id": {"type": "string"},
+        "connector_uid": {"type": "string", "maxLength": 255},
+        "data": VARIABLES_UPDATE["properties"]["data"],
     },
 }
 FILE_EVENT = {

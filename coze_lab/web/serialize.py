@@ -17,7 +17,7 @@ from coze_lab.core.file_history import FileEvent
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
-from coze_lab.core.memory.variables import VariableItem
+from coze_lab.core.memory.variables import VariableItem, VariableState
 from coze_lab.core.plugins import CallRecord, PluginInfo, ToolResult
 from coze_lab.core.spaces import MemberInfo, SpaceInfo
 from coze_lab.core.tokens import TokenInfo
@@ -315,6 +315,8 @@ def bot(info: BotInfo) -> dict[str, Any]:
                 "description": v.description,
                 "enable": v.enable,
                 "prompt_enable": True,
+                "user_can_set": v.user_can_set,
+                "agent_can_set": v.agent_can_set,
             }
             for v in config.variables
         ],
@@ -617,6 +619,21 @@ def variable_values(items: Iterable[VariableItem]) -> dict[str, Any]:
                 "keyword": item.keyword,
                 "value": item.value,
                 "create_time": to_unix(item.created_at) if item.created_at else 0,
+                "update_time": to_unix(item.updated_at) if item.updated_at else 0,
+            }
+            for item in items
+        ]
+    }
+
+
+def variable_states(items: Iterable[VariableState]) -> dict[str, Any]:
+    """The studio's view of a bot's variables for an end user: each enabled variable's
+    definition and value (``update_time`` 0: never set, the value is the default)."""
+    return {
+        "variables": [
+            {
+                **item.variable.to_dict(),
+                "value": item.value,
                 "update_time": to_unix(item.updated_at) if item.updated_at else 0,
             }
             for item in items

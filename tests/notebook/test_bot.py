@@ -67,3 +67,53 @@ def test_bad_input_raises_before_anything_runs(agent_host: InProcessHost) -> Non
     with pytest.raises(InvalidParameter):
         bot.chat("x", variables={"sys_user_id": "spoof"})
     assert bot.conversation_id is None
+
+
+def test_bot_variables_in_the_notebook_and_from_a_chats_workflow(
+    agent_host: InProcessHost, model_env
+) -> None:
+    """``bot.variables``: definitions, your Playground values, another end user's; a
+    workflow the chat runs assigns one for the chat's end user; who-may-set holds."""
+    from coze_lab.notebook.http import StudioError
+
+    wf = cl.Workflow("remember_city")
+    wf.inputs(city=str)
+    wf.node("assign", "remember", mode="bot_variables", inputs={"city": "{{start.city}}"})
+    wf.end(saved="{{remember.city}}")
+    bot = cl.Bot(
+        "memo",
+        prompt="They live in {{city}}; plan {{plan}}.",
+        variables={"city": "Paris", "plan": {"default_value": "free", "user_can_set": False}},
+        workflows=[wf],
+        host=agent_host,
+    )
+    assert dict(bot.variables) == {"city": "Paris", "plan": "free"}
+    assert [d["keyword"] for d in bot.variables.definitions] == ["city", "plan"]
+    assert bot.variables.definitions[1]["user_can_set"] is False
+    model_env.script(
+        [
+            ToolCallsReply([ScriptedToolCall("remember_city", {"city": "Oslo"}, id="c1")]),
+            TextReply("Noted."),
+            TextReply("Hi."),
+        ]
+    )
+    assert bot.chat("I moved to Oslo.").text == "Noted."
+    assert bot.variables["city"] == "Oslo"  # the chat's end user is you, on the Playground
+    bot.chat("hi", new_conversation=True).wait()
+    assert model_env.requests[-1]["messages"][0]["content"] == "They live in Oslo; plan free."
+    bot.variables["city"] = "Rome"
+    bot.variables.update(city="Bergen")
+    assert bot.variables.states()[0]["value"] == "Bergen"
+    with pytest.raises(StudioError) as refused:
+        bot.variables.update(city="Nice", plan="pro")
+    assert refused.value.code == 4000 and "plan" in str(refused.value)
+    assert dict(bot.variables.items()) == {"city": "Bergen", "plan": "free"}  # none written
+    with pytest.raises(KeyError, match="colour"):
+        bot.variables["colour"]
+    bot.publish()
+    customer = bot.variables.of("customer-7")
+    assert dict(customer) == {"city": "Paris", "plan": "free"}
+    customer["city"] = "Lima"
+    assert customer["city"] == "Lima" and bot.variables["city"] == "Bergen"
+    bot.variables.define("units", "metric")
+    assert bot.variables["units"] == "metric"  # a new definition is saved before reading

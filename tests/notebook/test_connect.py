@@ -28,6 +28,15 @@ def test_explicit_url_and_pat_then_wf_run(served: Served) -> None:
     run.close()
 
 
+def test_bot_variables_through_connect(served: Served) -> None:
+    cl.connect(served.server.url, served.token)
+    bot = cl.Bot("connect_vars", variables={"city": "Paris"})  # the connected server's
+    assert dict(bot.variables) == {"city": "Paris"}
+    bot.variables["city"] = "Oslo"
+    assert bot.variables["city"] == "Oslo"
+    assert "Oslo" in repr(bot.variables)
+
+
 def test_environment_variables(served: Served) -> None:
     env = {"COZE_LAB_URL": served.server.url, "COZE_LAB_TOKEN": served.token}
     assert cl.connect(environ=env).me()["name"] == "alice"

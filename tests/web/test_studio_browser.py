@@ -209,6 +209,46 @@ def test_a_chat_streams_into_the_sidebar(page: Page, lab: Lab, model: ModelServe
     shot(page, "sidebar_chat.png")
 
 
+def test_a_bots_variables_are_seen_and_set_in_the_sidebar(page: Page, lab: Lab) -> None:
+    """Your values of a bot's variables (Playground), editable where the end user may set
+    them; what the sidebar saves is what the studio API (and so the chat) reads."""
+    api = studio(lab)
+    bot = api.create_bot(
+        name="Sidebar memo",
+        prompt_info={"prompt": "They live in {{city}}."},
+        variables=[
+            {"keyword": "city", "default_value": "Paris", "description": "home town"},
+            {"keyword": "plan", "default_value": "free", "user_can_set": False},
+        ],
+    )
+    open_lab(page, lab)
+    section(page, "Bots & chat")
+    row = page.get_by_test_id("coze-lab-bot").filter(has_text="Sidebar memo")
+    expect(row).to_be_visible(timeout=UI_TIMEOUT_MS)
+    row.get_by_test_id("coze-lab-bot-variables").click()
+    city = page.locator('[data-testid="coze-lab-variable-value"][data-keyword="city"]')
+    plan = page.locator('[data-testid="coze-lab-variable-value"][data-keyword="plan"]')
+    expect(city).to_have_value("Paris", timeout=UI_TIMEOUT_MS)
+    expect(plan).to_have_value("free")
+    expect(plan).to_be_disabled()  # user_can_set is false: shown, not editable
+    expect(page.get_by_test_id("coze-lab-variables")).to_contain_text("home town")
+    city.fill("Oslo")
+    page.get_by_test_id("coze-lab-variables-save").click()
+    expect(page.get_by_test_id("coze-lab-variables-status")).to_have_text("Saved city")
+    variables = api.request("GET", f"bots/{bot['bot_id']}/variables")["variables"]
+    assert [(v["keyword"], v["value"]) for v in variables] == [("city", "Oslo"), ("plan", "free")]
+    shot(page, "sidebar_variables.png")
+    # saving the bot from the sidebar's editor keeps what its text box does not show
+    row.get_by_role("button", name="Edit").click()
+    page.get_by_test_id("coze-lab-bot-save").click()
+    expect(page.get_by_test_id("coze-lab-bot-status")).to_contain_text("Saved")
+    kept = api.bot(bot["bot_id"])["variables"]
+    assert [(v["keyword"], v["description"], v["user_can_set"]) for v in kept] == [
+        ("city", "home town", True),
+        ("plan", "", False),
+    ]
+
+
 def open_notebook(page: Page, lab: Lab, name: str, cells: list[str]) -> None:
     """Write a notebook into the lab's root, open it and run all its cells."""
     notebook = nbformat.v4.new_notebook(

@@ -3,9 +3,12 @@ connector and end user, the chat prompt using them, isolation between users, bad
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cozepy import ChatStatus, CozeAPIError, VariableValue
 
+import coze_lab as cl
 from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from tests.web.test_chat_api import Lab, ask, lab, make_bot, publish
 
@@ -210,3 +213,51 @@ def test_without_the_switch_no_tool_is_offered(lab: Lab, model_server: ModelServ
     assert "tools" not in model_server.requests[-1] or not model_server.requests[-1]["tools"]
     response = lab.post("/v1/bot/update", json={"bot_id": bot_id, "save_variables": "yes"})
     assert response.json()["code"] == 4000 and "save_variables" in response.json()["msg"]
+
+
+def test_who_may_set_and_a_workflow_run_with_bot_id(lab: Lab) -> None:
+    """``user_can_set`` guards PUT /v1/variables; a workflow run with ``bot_id`` (and
+    ``ext.user_id``) assigns a variable that /v1/variables then reads, and its assign node
+    honours ``agent_can_set``."""
+    bot_id = variable_bot(lab)
+    guarded = [
+        *VARIABLES,
+        {"keyword": "plan", "default_value": "free", "user_can_set": False},
+        {"keyword": "mood", "agent_can_set": False},
+    ]
+    response = lab.post("/v1/bot/update", json={"bot_id": bot_id, "variables": guarded})
+    assert response.json()["code"] == 0, response.text
+    publish(lab, bot_id)
+    shown = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "true"}).json()["data"]
+    assert [(v["keyword"], v["user_can_set"]) for v in shown["variables"][-2:]] == [
+        ("plan", False),
+        ("mood", True),
+    ]
+    with pytest.raises(CozeAPIError) as refused:
+        set_values(lab, "alice", bot_id, "u1", city="Oslo", plan="pro")
+    assert refused.value.code == 4000 and "plan" in refused.value.msg
+    assert "user_can_set" in refused.value.msg
+    assert values(lab, "alice", bot_id, "u1")["city"] == ""  # all or none
+
+    wf = cl.Workflow("upgrade")
+    wf.inputs(plan=str)
+    wf.node("assign", "set", mode="bot_variables", inputs={"plan": "{{start.plan}}"})
+    wf.end(plan="{{set.plan}}")
+    saved = lab.post("/coze_lab/api/workflows", json={"definition": wf.to_json(), "publish": True})
+    workflow_id = saved.json()["data"]["id"]
+    coze = lab.coze()
+    result = coze.workflows.runs.create(
+        workflow_id=workflow_id, parameters={"plan": "pro"}, bot_id=bot_id, ext={"user_id": "u1"}
+    )
+    assert json.loads(result.data) == {"plan": "pro"}
+    assert values(lab, "alice", bot_id, "u1")["plan"] == "pro"
+    assert values(lab, "alice", bot_id, "u2")["plan"] == "free"
+    # without bot_id the node says the run has no bot
+    with pytest.raises(CozeAPIError) as lost:
+        coze.workflows.runs.create(workflow_id=workflow_id, parameters={"plan": "x"})
+    assert "no bot" in lost.value.msg
+    # bob cannot aim a run at alice's bot
+    bobs_run = lab.post(
+        "/v1/workflow/run", "bob", json={"workflow_id": workflow_id, "bot_id": bot_id}
+    )
+    assert bobs_run.json()["code"] != 0

@@ -30,17 +30,31 @@ MAX_SUGGEST_PROMPT_CHARS = 2000
 #: Coze's ``model_info_config.response_format``: markdown and text are the same plain answer
 RESPONSE_FORMATS = ("text", "markdown", "json")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-_KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+#: a variable keyword: an identifier
+KEYWORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 @dataclass(frozen=True)
 class Variable:
-    """A ``{{keyword}}`` the prompt may use, with its default value."""
+    """A ``{{keyword}}`` the prompt may use, with its default value, and who may set it.
+
+    ``user_can_set``: the end user (``PUT /v1/variables``, the notebook's
+    ``bot.variables``, the sidebar); ``agent_can_set``: the bot itself (the
+    ``save_variable`` tool, a workflow's assign node). Both default to true: a bot defined
+    before these flags existed keeps working as it did (Coze's ``IsReadOnly`` variable is
+    ``user_can_set=False``).
+
+    Example:
+        >>> Variable("plan", "free", user_can_set=False).to_dict()["user_can_set"]
+        False
+    """
 
     keyword: str
     default_value: str = ""
     description: str = ""
     enable: bool = True
+    user_can_set: bool = True
+    agent_can_set: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +62,8 @@ class Variable:
             "default_value": self.default_value,
             "description": self.description,
             "enable": self.enable,
+            "user_can_set": self.user_can_set,
+            "agent_can_set": self.agent_can_set,
         }
 
 
@@ -199,3 +215,7 @@ class BotConfig:
 
     def variable_defaults(self) -> dict[str, str]:
         return {v.keyword: v.default_value for v in self.variables if v.enable}
+
+    def variable(self, keyword: str) -> Variable | None:
+        """The enabled variable ``keyword`` (None: unknown or disabled)."""
+        return next((v for v in self.variables if v.enable and v.keyword == keyword), None)

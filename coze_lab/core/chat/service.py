@@ -43,7 +43,7 @@ from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
 from coze_lab.core.memory.tables import TableService
-from coze_lab.core.memory.variables import Scope, VariableService
+from coze_lab.core.memory.variables import Scope, VariableService, bot_context
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.engine import RunWorkspace
 from coze_lab.core.workflows.spec import WorkflowSpec
@@ -660,7 +660,7 @@ class ChatService:
             spec, version = self._workflows.runnable(
                 owner_id, workflow_id, draft=draft, version=pinned
             )
-            runner = self._workflow_runner(owner_id, session)
+            runner = self._workflow_runner(owner_id, session, scope)
             tools.append(workflow_tool(workflow_id, spec, version, runner))
         if config.plugin_tools:
             tools += self._plugin_tools(owner_id, config, draft)
@@ -733,7 +733,13 @@ class ChatService:
 
         return RunWorkspace(workspace.root, record)
 
-    def _workflow_runner(self, owner_id: int, session: tuple[int, int] | None = None) -> Any:
+    def _workflow_runner(
+        self, owner_id: int, session: tuple[int, int] | None = None, scope: Scope | None = None
+    ) -> Any:
+        """Runs a workflow tool; ``scope`` (the chat's bot and end user) is whose variables
+        the run's variable and assign nodes use."""
+        context = None if scope is None else bot_context(scope)
+
         async def run(
             workflow_id: int, spec: WorkflowSpec, version: int | None, args: dict[str, Any]
         ) -> ToolOutcome:
@@ -742,7 +748,13 @@ class ChatService:
             runs = self._runs()
             workspace = await self._run_workspace(owner_id, session)
             run_id = await runs.start(
-                owner_id, workflow_id, args, spec=spec, version=version, workspace=workspace
+                owner_id,
+                workflow_id,
+                args,
+                spec=spec,
+                version=version,
+                workspace=workspace,
+                bot_context=context,
             )
             try:
                 info = await runs.wait(run_id)

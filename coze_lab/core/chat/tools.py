@@ -119,9 +119,9 @@ SAVE_VARIABLE = "save_variable"
 
 def variable_tools(config: BotConfig, scope: Scope, variables: VariableService) -> list[Tool]:
     """``save_variable``: the model stores what the end user told it in one of the bot's
-    enabled variables (that user's value on that connector; the next chat's prompt uses
-    it). None when the bot has no enabled variable."""
-    described = {v.keyword: v.description for v in config.variables if v.enable}
+    enabled variables the agent may set (that user's value on that connector; the next
+    chat's prompt uses it). None when the bot has no such variable."""
+    described = {v.keyword: v.description for v in config.variables if v.enable and v.agent_can_set}
     if not described:
         return []
 
@@ -129,7 +129,7 @@ def variable_tools(config: BotConfig, scope: Scope, variables: VariableService) 
         keyword, value = arguments.get("keyword"), arguments.get("value")
         try:
             values = check_values([{"keyword": keyword, "value": value}])
-            await asyncio.to_thread(variables.update, scope, config, values)
+            await asyncio.to_thread(variables.update, scope, config, values, by="agent")
         except CozeLabError as exc:
             return error_outcome(exc)
         return ToolOutcome(f"saved {keyword}", meta={"keyword": str(keyword)})

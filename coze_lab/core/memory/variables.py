@@ -6,6 +6,11 @@ configuration on that connector (the draft on the Playground, the published vers
 elsewhere) says which keywords exist: an unknown or disabled one is refused, naming it. A
 keyword never set reads as its default. In a chat, stored values override the defaults;
 the request's ``custom_variables`` override both.
+
+Who writes: the end user (``by="user"``: ``PUT /v1/variables``, the notebook, the sidebar)
+where the variable says ``user_can_set``; the bot itself (``by="agent"``: the
+``save_variable`` tool, a workflow's assign node) where it says ``agent_can_set``. A
+keyword the writer may not set is refused, naming it, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from coze_lab.core import connectors
 from coze_lab.core.bots import BotConfig, BotService
-from coze_lab.core.bots.config import MAX_VALUE_CHARS, MAX_VARIABLES
+from coze_lab.core.bots.config import MAX_VALUE_CHARS, MAX_VARIABLES, Variable
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import new_id
@@ -31,6 +36,8 @@ from coze_lab.store.models import VariableValue
 MAX_UID_CHARS = 255
 #: connectors whose values may be read and written (the Playground's: the draft's)
 CONNECTORS = (connectors.API, connectors.WEB_SDK, connectors.PLAYGROUND)
+#: who writes a value: the end user, or the bot (its tool, its workflows)
+WRITERS = {"user": "user_can_set", "agent": "agent_can_set"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,15 @@ class VariableItem:
 
 
 @dataclass(frozen=True)
+class VariableState:
+    """A variable's definition and an end user's value of it (None: never set)."""
+
+    variable: Variable
+    value: str
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Scope:
     """Whose values: a bot, the token's owner, a connector and the owner's end user."""
 
@@ -51,6 +67,21 @@ class Scope:
     owner_id: int
     connector_id: str
     connector_uid: str
+
+
+def bot_context(scope: Scope) -> dict[str, str]:
+    """A workflow run's bot context (stored with the run): whose variables its variable
+    and assign nodes read and write.
+
+    Example:
+        >>> bot_context(Scope(7, 1, "1024", "u1"))
+        {'bot_id': '7', 'connector_id': '1024', 'connector_uid': 'u1'}
+    """
+    return {
+        "bot_id": str(scope.bot_id),
+        "connector_id": scope.connector_id,
+        "connector_uid": scope.connector_uid,
+    }
 
 
 def check_uid(value: Any) -> str:
@@ -125,6 +156,23 @@ class VariableService:
         resolved = self._bots.resolve(owner_id, bot_id, connector_id)
         return Scope(bot_id, owner_id, connector_id, uid), resolved.config
 
+    def bot_context(
+        self, owner_id: int, bot_id: int, connector_id: str, connector_uid: Any
+    ) -> dict[str, str]:
+        """A workflow run's bot context, checked like :meth:`scope` (the owner sees the bot,
+        published on that connector)."""
+        return bot_context(self.scope(owner_id, bot_id, connector_id, connector_uid)[0])
+
+    def states(self, scope: Scope, config: BotConfig) -> list[VariableState]:
+        """Every enabled variable with its definition and this end user's value (the
+        studio's view: the sidebar, the notebook)."""
+        items = {item.keyword: item for item in self.retrieve(scope, config, [])}
+        return [
+            VariableState(v, items[v.keyword].value, items[v.keyword].updated_at)
+            for v in config.variables
+            if v.keyword in items
+        ]
+
     def retrieve(
         self, scope: Scope, config: BotConfig, keywords: Sequence[str]
     ) -> list[VariableItem]:
@@ -144,9 +192,19 @@ class VariableService:
                 items.append(VariableItem(keyword, row.value, created, row.updated_at))
         return items
 
-    def update(self, scope: Scope, config: BotConfig, values: Mapping[str, str]) -> None:
-        """Set the values, all or none (checked with :func:`check_values` first)."""
+    def update(
+        self, scope: Scope, config: BotConfig, values: Mapping[str, str], *, by: str = "user"
+    ) -> None:
+        """Set the values, all or none (checked with :func:`check_values` first); ``by``
+        (user, agent) must be allowed to set each (``user_can_set``, ``agent_can_set``)."""
         _require_known(list(values), config.variable_defaults())
+        flag = WRITERS[by]
+        refused = [k for k in values if not getattr(config.variable(k), flag)]
+        if refused:
+            who = "the end user" if by == "user" else "the bot (agent)"
+            raise InvalidParameter(
+                f"{who} may not set the variable keywords: {', '.join(refused)} ({flag} is false)"
+            )
         for attempt in range(3):  # two writers inserting the same new keyword: one retries
             try:
                 self._write(scope, values)

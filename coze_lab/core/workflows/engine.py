@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -207,6 +207,7 @@ class _Context:
                 lease_owner=engine.worker,
                 lease_s=engine.settings.lease_s,
                 parent=(self._run.id, child_key, self._run.root),
+                bot_context=self._run.bot_context,
             )
             engine._keep_spec(child_id, spec)
             child = store.get(child_id)
@@ -241,6 +242,34 @@ class _Context:
     @property
     def owner_id(self) -> int:
         return self._run.owner_id
+
+    async def bot_variables(
+        self, read: Sequence[str] = (), write: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """Write ``write`` (as the bot: ``agent_can_set``), then read ``read``, of the run's
+        bot for its end user; a run without a bot is a node error."""
+        variables, context = self._engine.variables, self._run.bot_context
+        if variables is None:
+            raise Unavailable("bot variables are not configured in this engine")
+        if not context:
+            raise NodeError(
+                "this run has no bot: bot variables are read and written in runs a chat with"
+                " the bot starts, or that /v1/workflow/run starts with bot_id"
+            )
+        owner = self._run.owner_id
+
+        def work() -> dict[str, str]:
+            scope, config = variables.scope(
+                owner, int(context["bot_id"]), context["connector_id"], context["connector_uid"]
+            )
+            if write:
+                variables.update(scope, config, write, by="agent")
+            return {v.keyword: v.value for v in variables.retrieve(scope, config, read)}
+
+        try:
+            return await asyncio.to_thread(work)
+        except CozeLabError as exc:  # the bot changed or went away since the run started
+            raise NodeError(exc.msg) from exc
 
     async def call_plugin(self, plugin_id: int, tool: str, arguments: dict[str, Any]) -> Any:
         """A plugin tool called as the run's owner: the online version for a published run,
@@ -291,6 +320,7 @@ class Engine:
         http_policy: OutboundPolicy | None = None,
         plugins: Callable[[], Any] | None = None,
         tables: Any = None,
+        variables: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
         signals: Signals | None = None,
@@ -306,6 +336,8 @@ class Engine:
         self.http_policy = http_policy or OutboundPolicy()
         self.plugins = plugins
         self.tables = tables
+        #: the VariableService of bot variables (variable and assign nodes)
+        self.variables = variables
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"
@@ -360,6 +392,7 @@ class Engine:
         seed: list[NodeWrite] | None = None,
         notes: list[dict[str, Any]] | None = None,
         workspace: RunWorkspace | None = None,
+        bot_context: dict[str, str] | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
 
@@ -367,6 +400,8 @@ class Engine:
         ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
         in the run's trace naming them. A retry (``retry_of``) starts with the node records
         ``seed`` already written: those nodes do not run again, their outputs are reused.
+        ``bot_context`` ({bot_id, connector_id, connector_uid}) is whose variables its
+        variable and assign nodes read and write.
         """
         validate(spec)
         notes = list(notes or [])
@@ -397,6 +432,7 @@ class Engine:
             notes=notes,
             retry_of=retry_of,
             seed=seed,
+            bot_context=bot_context,
         )
         self._keep_spec(run_id, spec)
         if workspace is not None:
@@ -422,6 +458,7 @@ class Engine:
                 finished_at=None,
                 root_run_id=run_id,
                 retry_of=retry_of,
+                bot_context=bot_context,
                 nodes={w.node_key: w.record() for w in seed},
             ),
             last_seq=len(notes),

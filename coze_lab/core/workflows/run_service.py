@@ -70,6 +70,7 @@ class RunService:
         ignore_undeclared: bool = False,
         at_version: int | None = None,
         workspace: Any = None,
+        bot_context: dict[str, str] | None = None,
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
@@ -79,7 +80,9 @@ class RunService:
         ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
         does), noting them in the run's trace; otherwise they are refused. ``workspace``
         (a :class:`~coze_lab.core.workflows.engine.RunWorkspace`) is mounted into its code
-        nodes.
+        nodes. ``bot_context`` ({bot_id, connector_id, connector_uid}, see
+        :func:`coze_lab.core.memory.variables.bot_context`) is whose bot variables its
+        variable and assign nodes read and write.
         """
         if spec is None:
             if workflow_id is None:
@@ -95,6 +98,7 @@ class RunService:
             version=version,
             ignore_undeclared=ignore_undeclared,
             workspace=workspace,
+            bot_context=bot_context,
         )
 
     async def retry(
@@ -178,6 +182,7 @@ class RunService:
             retry_of=old.id,
             seed=seed,
             notes=[note],
+            bot_context=old.bot_context,
         )
 
     async def wait(self, run_id: int) -> RunInfo:

@@ -140,6 +140,8 @@ class RunInfo:
     root_run_id: int | None = None
     #: the run this one retries from a node (None for a fresh run)
     retry_of: int | None = None
+    #: {bot_id, connector_id, connector_uid}: whose variables its nodes read and write
+    bot_context: dict[str, str] | None = None
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
 
     @property
@@ -175,6 +177,7 @@ class RunStore:
         notes: Sequence[dict[str, Any]] = (),
         retry_of: int | None = None,
         seed: Sequence[NodeWrite] = (),
+        bot_context: dict[str, str] | None = None,
     ) -> int:
         """A new running run; ``parent`` = (parent run, child key, root run) for child runs;
         ``notes`` become its first events (``note``), written with it. A retry names the run
@@ -194,6 +197,7 @@ class RunStore:
                         "parent_node_key": parent[1] if parent else None,
                         "root_run_id": parent[2] if parent else run_id,
                         "retry_of": retry_of,
+                        "bot_context": bot_context,
                         "definition": definition,
                         "status": "running",
                         "inputs": inputs,
@@ -767,6 +771,7 @@ _RUN_FIELDS = (
     "parent_node_key",
     "root_run_id",
     "retry_of",
+    "bot_context",
 )
 _NODE_FIELDS = (
     "node_key",

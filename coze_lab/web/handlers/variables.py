@@ -1,4 +1,5 @@
-"""Coze's variables API (``/v1/variables``): an end user's values of a bot's variables."""
+"""Coze's variables API (``/v1/variables``): an end user's values of a bot's variables;
+the studio's view of them (``/coze_lab/api/bots/{bot_id}/variables``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.memory.variables import Scope
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
-from coze_lab.web.requests import VariablesRequest, parse_variables_query, parse_variables_update
+from coze_lab.web.handlers.bots import BotsArea
+from coze_lab.web.requests import (
+    VariablesRequest,
+    parse_studio_variables,
+    parse_variables_query,
+    parse_variables_update,
+)
 
 
 class VariablesHandler(CozeHandler):
@@ -40,3 +47,27 @@ class VariablesHandler(CozeHandler):
         return self.runtime.variables.scope(
             user.id, request.bot_id, connector, request.connector_uid
         )
+
+
+class StudioBotVariablesHandler(BotsArea):
+    """GET: a bot's variables with your values (``?connector_id=`` default the Playground,
+    ``?connector_uid=`` default you); PUT ``{data: [{keyword, value}]}``: set some, as the
+    end user (``user_can_set``), all or none; answers the new view."""
+
+    def get(self, bot_id: str) -> None:
+        user = self.studio_user()
+        query = {n: self.get_query_argument(n, None) for n in ("connector_id", "connector_uid")}
+        request = parse_studio_variables(query, bot_id, user.id)
+        scope, config = self.runtime.variables.scope(
+            user.id, request.bot_id, request.connector_id or "", request.connector_uid
+        )
+        self.reply(serialize.variable_states(self.runtime.variables.states(scope, config)))
+
+    def put(self, bot_id: str) -> None:
+        user = self.studio_user()
+        request = parse_studio_variables(self.json_body(), bot_id, user.id, update=True)
+        scope, config = self.runtime.variables.scope(
+            user.id, request.bot_id, request.connector_id or "", request.connector_uid
+        )
+        self.runtime.variables.update(scope, config, request.values)
+        self.reply(serialize.variable_states(self.runtime.variables.states(scope, config)))

@@ -10,7 +10,7 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value, version_number
-from coze_lab.web.requests import parse_workflow_parameters
+from coze_lab.web.requests import parse_workflow_bot, parse_workflow_parameters
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -24,12 +24,21 @@ class WorkflowHandler(CozeHandler):
         # some); the run's trace notes them
         # ``version`` (Coze's ``workflow_version`` too) runs that published version
         raw = body.get("version", body.get("workflow_version"))
+        workflow_id, parameters = self.workflow_id(body), parse_workflow_parameters(body)
+        at_version, target = version_number(raw, "version"), parse_workflow_bot(body)
+        context = None
+        if target is not None:  # ``bot_id``: whose variables the run reads and writes
+            bot_id, uid = target
+            context = self.runtime.variables.bot_context(
+                user.id, bot_id, self.connector(), uid or str(user.id)
+            )
         return await self.runtime.runs.start(
             user.id,
-            self.workflow_id(body),
-            parse_workflow_parameters(body),
+            workflow_id,
+            parameters,
             ignore_undeclared=True,
-            at_version=version_number(raw, "version"),
+            at_version=at_version,
+            bot_context=context,
         )
 
     async def stream(self, run_id: int, after: int) -> None:

@@ -15,7 +15,26 @@ export interface IBot {
   connectors?: Record<string, string>;
   prompt_info: { prompt: string };
   model_info: { model_id: string };
-  variables: { keyword: string; default_value: string }[];
+  variables: IVariableDefinition[];
+}
+
+/** A variable's definition, as a bot stores it. */
+interface IVariableDefinition {
+  keyword: string;
+  default_value: string;
+  description?: string;
+  enable?: boolean;
+  /** the end user may set it (here, `PUT /v1/variables`) */
+  user_can_set?: boolean;
+  /** the bot may set it (its save_variable tool, a workflow's assign node) */
+  agent_can_set?: boolean;
+}
+
+/** A variable with your value (`GET coze_lab/api/bots/{id}/variables`). */
+interface IVariableState extends IVariableDefinition {
+  value: string;
+  /** 0: never set (the value is the default) */
+  update_time: number;
 }
 
 /** A Playground conversation (`GET coze_lab/api/bots/{id}/conversations`). */
@@ -51,16 +70,19 @@ function variablesText(bot: IBot | null): string {
   return (bot?.variables ?? []).map(v => `${v.keyword}=${v.default_value}`).join('\n');
 }
 
-function parseVariables(text: string): { keyword: string; default_value: string }[] {
+/** `name=default` lines; the other fields of a variable the bot had (description, who
+ * may set it) are kept. */
+function parseVariables(text: string, before: IVariableDefinition[] = []): IVariableDefinition[] {
+  const known = new Map(before.map(v => [v.keyword, v]));
   return text
     .split('\n')
     .map(line => line.trim())
     .filter(Boolean)
     .map(line => {
       const cut = line.indexOf('=');
-      return cut < 0
-        ? { keyword: line, default_value: '' }
-        : { keyword: line.slice(0, cut).trim(), default_value: line.slice(cut + 1).trim() };
+      const keyword = (cut < 0 ? line : line.slice(0, cut)).trim();
+      const value = cut < 0 ? '' : line.slice(cut + 1).trim();
+      return { ...known.get(keyword), keyword, default_value: value };
     });
 }
 
@@ -114,12 +136,13 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     this._list = h('ul', { class: 'jp-CozeLab-list', testid: 'coze-lab-bot-list' });
     this._editor = h('div', { class: 'jp-CozeLab-editor' });
     this._chat = h('div', { class: 'jp-CozeLab-chat', testid: 'coze-lab-chat' });
+    this._variables = h('div', { class: 'jp-CozeLab-editor', testid: 'coze-lab-variables' });
     const create = h(
       'button',
       { class: 'jp-CozeLab-button', testid: 'coze-lab-bot-new', onclick: () => this._edit(null) },
       'New bot'
     );
-    this.node.append(this._error, create, this._list, this._editor, this._chat);
+    this.node.append(this._error, create, this._list, this._editor, this._variables, this._chat);
   }
 
   async refresh(): Promise<void> {
@@ -148,6 +171,16 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
             'button',
             { class: 'jp-CozeLab-link', onclick: () => this._edit(bot) },
             'Edit'
+          ),
+          h(
+            'button',
+            {
+              class: 'jp-CozeLab-link',
+              testid: 'coze-lab-bot-variables',
+              title: 'Your values of the bot\'s variables (Playground)',
+              onclick: () => void this._openVariables(bot)
+            },
+            'Variables'
           ),
           h(
             'button',
@@ -183,7 +216,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
         name: name.value.trim(),
         prompt_info: { prompt: prompt.value },
         model_info_config: { model_id: model.value.trim() || 'default' },
-        variables: parseVariables(variables.value)
+        variables: parseVariables(variables.value, bot?.variables)
       };
       try {
         const saved = bot
@@ -252,6 +285,93 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       ),
       status
     );
+  }
+
+  /**
+   * The bot's variables with your values on the Playground (what your chats with the
+   * draft use), editable where the end user may set them.
+   */
+  private async _openVariables(bot: IBot): Promise<void> {
+    const path = `bots/${bot.bot_id}/variables`;
+    const status = h('div', { class: 'jp-CozeLab-detail', testid: 'coze-lab-variables-status' });
+    const rows = h('div', { testid: 'coze-lab-variable-rows' });
+    const inputs = new Map<string, { input: HTMLInputElement; value: string }>();
+    const render = (items: IVariableState[]): void => {
+      inputs.clear();
+      rows.replaceChildren(
+        ...items.map(v => {
+          const input = h('input', {
+            value: v.value,
+            testid: 'coze-lab-variable-value',
+            dataset: { keyword: v.keyword },
+            title: v.user_can_set === false ? 'read-only: the end user may not set it' : ''
+          });
+          input.disabled = v.user_can_set === false;
+          inputs.set(v.keyword, { input, value: v.value });
+          const notes = [
+            v.description,
+            v.update_time ? '' : 'default',
+            v.user_can_set === false ? 'read-only' : '',
+            v.agent_can_set === false ? 'the bot may not set it' : ''
+          ].filter(Boolean);
+          return h(
+            'label',
+            { dataset: { keyword: v.keyword, testid: 'coze-lab-variable' } },
+            v.keyword,
+            input,
+            notes.length ? h('span', { class: 'jp-CozeLab-detail' }, notes.join(' · ')) : null
+          );
+        })
+      );
+      if (!items.length) {
+        rows.append(h('div', { class: 'jp-CozeLab-detail' }, 'This bot has no variables.'));
+      }
+    };
+    const save = async (): Promise<void> => {
+      const data = [...inputs.entries()]
+        .filter(([, { input, value }]) => !input.disabled && input.value !== value)
+        .map(([keyword, { input }]) => ({ keyword, value: input.value }));
+      if (!data.length) {
+        status.textContent = 'Nothing changed';
+        return;
+      }
+      try {
+        const saved = await requestAPI<{ variables: IVariableState[] }>(path, {
+          method: 'PUT',
+          body: JSON.stringify({ data })
+        });
+        render(saved.variables);
+        status.textContent = `Saved ${data.map(d => d.keyword).join(', ')}`;
+        showError(this._error, null);
+      } catch (error) {
+        showError(this._error, error);
+      }
+    };
+    this._variables.replaceChildren(
+      h('div', { class: 'jp-CozeLab-subhead' }, `Variables of ${bot.name} (yours, Playground)`),
+      rows,
+      h(
+        'div',
+        {},
+        h(
+          'button',
+          { class: 'jp-CozeLab-button', testid: 'coze-lab-variables-save', onclick: () => void save() },
+          'Save values'
+        ),
+        h(
+          'button',
+          { class: 'jp-CozeLab-link', onclick: () => this._variables.replaceChildren() },
+          'Close'
+        )
+      ),
+      status
+    );
+    try {
+      render((await requestAPI<{ variables: IVariableState[] }>(path)).variables);
+      showError(this._error, null);
+    } catch (error) {
+      showError(this._error, error);
+    }
   }
 
   private _openChat(bot: IBot): void {
@@ -504,4 +624,5 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
   private _list: HTMLUListElement;
   private _editor: HTMLDivElement;
   private _chat: HTMLDivElement;
+  private _variables: HTMLDivElement;
 }

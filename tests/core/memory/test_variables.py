@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from coze_lab.core import connectors
+from coze_lab.core.chat.tools import variable_tools
 from coze_lab.core.errors import InvalidParameter
 from coze_lab.services import Runtime
 from coze_lab.web.requests import parse_bot_edit
@@ -45,3 +46,40 @@ def test_concurrent_writers_and_all_or_none(runtime: Runtime) -> None:
     assert variables.values(scope, config)["b"] == "B"  # nothing of it was written
     other, _ = variables.scope(alice.id, bot.id, connectors.PLAYGROUND, "u2")
     assert variables.values(other, config) == {"a": "", "b": "B"}
+
+
+def test_who_may_set(runtime: Runtime) -> None:
+    """user_can_set and agent_can_set each guard their writer; a refusal names the keyword
+    and writes nothing; a bot stored before the flags existed lets both write."""
+    from coze_lab.core.bots.config import BotConfig
+
+    alice = runtime.identity.ensure_user("alice")
+    edit = parse_bot_edit(
+        {
+            "name": "B",
+            "variables": [
+                {"keyword": "plan", "user_can_set": False},
+                {"keyword": "mood", "agent_can_set": False},
+                {"keyword": "city"},
+            ],
+        },
+        create=True,
+    )
+    bot = runtime.bots.create(alice.id, alice.workspace_id, edit)
+    variables = runtime.variables
+    scope, config = variables.scope(alice.id, bot.id, connectors.PLAYGROUND, "u1")
+    with pytest.raises(InvalidParameter, match=r"end user may not set .*: plan \(user_can_set"):
+        variables.update(scope, config, {"city": "Oslo", "plan": "pro"})
+    with pytest.raises(InvalidParameter, match=r"agent\) may not set .*: mood \(agent_can_set"):
+        variables.update(scope, config, {"mood": "glad"}, by="agent")
+    assert variables.values(scope, config) == {"plan": "", "mood": "", "city": ""}
+    # the save_variable tool offers only what the agent may set
+    (tool,) = variable_tools(config, scope, variables)
+    assert tool.parameters["properties"]["keyword"]["enum"] == ["plan", "city"]
+    variables.update(scope, config, {"plan": "pro", "city": "Oslo"}, by="agent")
+    variables.update(scope, config, {"mood": "glad"})
+    assert variables.values(scope, config) == {"plan": "pro", "mood": "glad", "city": "Oslo"}
+    old = BotConfig.from_dict(
+        {"variables": [{"keyword": "x", "default_value": "", "description": "", "enable": True}]}
+    )
+    assert old.variables[0].user_can_set and old.variables[0].agent_can_set

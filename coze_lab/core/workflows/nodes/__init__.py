@@ -15,6 +15,7 @@ from coze_lab.core.workflows.nodes.basic import (
     MessageNode,
     StartNode,
     TextNode,
+    VariableNode,
 )
 from coze_lab.core.workflows.nodes.code import CodeNode
 from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, SubworkflowNode
@@ -46,6 +47,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         HttpNode(),
         IntentNode(),
         AssignNode(),
+        VariableNode(),
         PluginNode(),
         DatabaseNode(),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -69,6 +70,10 @@ class NodeContext(Protocol):
 
     @property
     def owner_id(self) -> int: ...
+
+    async def bot_variables(
+        self, read: Sequence[str] = (), write: Mapping[str, str] | None = None
+    ) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)

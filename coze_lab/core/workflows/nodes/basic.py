@@ -1,11 +1,21 @@
-"""Nodes that only move data: start, end, text, json, message, variable aggregation."""
+"""Nodes that only move data: start, end, text, json, message, variable aggregation, and
+the bot variables (read, assign)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from coze_lab.core.workflows.nodes.base import NodeContext, NodeKind, NodeResult, require
+from coze_lab.core.bots.config import KEYWORD
+from coze_lab.core.errors import CozeLabError
+from coze_lab.core.memory.variables import check_values
+from coze_lab.core.workflows.nodes.base import (
+    NodeContext,
+    NodeError,
+    NodeKind,
+    NodeResult,
+    require,
+)
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
 
 
@@ -116,8 +126,21 @@ class AggregateNode(NodeKind):
         return NodeResult({"output": chosen})
 
 
+#: the assign node's modes: name values only, or also set the run's bot variables
+ASSIGN_MODES = ("name", "bot_variables")
+
+
 class AssignNode(NodeKind):
-    """Names values: its outputs are its inputs (e.g. a loop body's new variable values)."""
+    """Names values: its outputs are its inputs (e.g. a loop body's new variable values).
+
+    ``mode="bot_variables"`` also sets each input as the run's bot variable of that name,
+    for the run's end user, as the bot does (the variable must allow ``agent_can_set``):
+    all or none. A value that is not text is stored as JSON text.
+
+    Example:
+        >>> wf.node("assign", "remember", mode="bot_variables",
+        ...         inputs={"city": "{{start.city}}"})                  # doctest: +SKIP
+    """
 
     type = "assign"
 
@@ -127,6 +150,49 @@ class AssignNode(NodeKind):
     def check(self, node: NodeSpec) -> None:
         if not node.inputs:
             raise WorkflowDefinitionError("assign needs inputs to name", node.id)
+        mode = node.config.get("mode", "name")
+        if mode not in ASSIGN_MODES:
+            raise WorkflowDefinitionError(
+                f"assign mode must be one of {', '.join(ASSIGN_MODES)}", node.id
+            )
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        if node.config.get("mode") == "bot_variables":
+            texts = [
+                {"keyword": k, "value": v if isinstance(v, str) else json.dumps(v)}
+                for k, v in inputs.items()
+            ]
+            try:
+                values = check_values(texts)
+            except CozeLabError as exc:
+                raise NodeError(exc.msg) from exc
+            await ctx.bot_variables(write=values)
         return NodeResult(dict(inputs))
+
+
+class VariableNode(NodeKind):
+    """Reads the run's bot variables (``keywords``) for its end user: one string output per
+    keyword, the stored value or the variable's default.
+
+    Example:
+        >>> wf.node("variable", "profile", keywords=["name", "city"])    # doctest: +SKIP
+    """
+
+    type = "variable"
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {k: "string" for k in node.config.get("keywords") or () if isinstance(k, str)}
+
+    def check(self, node: NodeSpec) -> None:
+        keywords = node.config.get("keywords")
+        if (
+            not isinstance(keywords, list)
+            or not keywords
+            or not all(isinstance(k, str) and KEYWORD.fullmatch(k) for k in keywords)
+        ):
+            raise WorkflowDefinitionError(
+                "variable node needs keywords: a list of the bot's variable names", node.id
+            )
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        return NodeResult(await ctx.bot_variables(read=node.config["keywords"]))
