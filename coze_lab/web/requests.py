@@ -384,6 +384,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         if not isinstance(body["file_tools"], bool):
             raise InvalidParameter("file_tools must be true or false")
         changes["file_tools"] = body["file_tools"]
+    if "memory" in body:
+        if not isinstance(body["memory"], bool):
+            raise InvalidParameter("memory must be true or false")
+        changes["memory"] = body["memory"]
     return changes
 
 

@@ -121,6 +121,9 @@ class BotConfig:
     save_variables: bool = False
     #: the model gets list_files, read_file and write_file on the session's workspace
     file_tools: bool = False
+    #: long-term personal memory: the user's user.md and skills go into the prompt, and
+    #: what the user asks to remember is consolidated into them after each chat
+    memory: bool = False
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -146,6 +149,7 @@ class BotConfig:
             "response_format": self.response_format,
             "save_variables": self.save_variables,
             "file_tools": self.file_tools,
+            "memory": self.memory,
         }
 
     @classmethod
@@ -175,6 +179,7 @@ class BotConfig:
             response_format=data.get("response_format", "text"),
             save_variables=bool(data.get("save_variables", False)),
             file_tools=bool(data.get("file_tools", False)),
+            memory=bool(data.get("memory", False)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

@@ -41,6 +41,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.memory.personal import PersonalMemory, QueuedMessage
 from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.engine import RunWorkspace
@@ -117,8 +118,14 @@ class ChatService:
         workspaces: WorkspaceRoot | None = None,
         variables: VariableService | None = None,
         file_history: Any = None,
+        memory: PersonalMemory | None = None,
+        on_memory_queued: Callable[[], None] | None = None,
     ) -> None:
         self.bots = bots
+        #: long-term personal memory: read into the prompt of bots with ``memory`` on, and
+        #: the user's messages queued once the answer is complete (None: no memory)
+        self.memory = memory
+        self._on_memory_queued = on_memory_queued
         #: end users' stored variable values (None: the bot's defaults only)
         self.variables = variables
         #: reads the files messages name into the model's context (None: placeholders only)
@@ -198,6 +205,14 @@ class ChatService:
             resolved.config.prompt,
             self._variables(resolved, conversation, chat, request),
         )
+        remembers = self._remembers(resolved.config, connector_id, owner_id, end_user)
+        if remembers:
+            assert self.memory is not None
+            recalled = await asyncio.to_thread(
+                self.memory.prompt, owner_id, resolved.bot.workspace_id
+            )
+            if recalled:
+                system = f"{system}\n\n{recalled}" if system else recalled
         if resolved.config.response_format == "json":
             system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
@@ -222,7 +237,68 @@ class ChatService:
             task.cancel()
             raise
         written.set()
+        if remembers:
+            queued = [
+                QueuedMessage(m.id, m.content)
+                for m in new_chat.messages
+                if m.role == "user" and m.content_type == "text"
+            ]
+            self._remember_after(
+                task, chat, queued, owner_id, resolved.bot.workspace_id, resolved.config.model_id
+            )
         return ChatHandle(chat, channel, new_chat.messages)
+
+    def _remembers(
+        self, config: BotConfig, connector_id: str, owner_id: int, end_user: str
+    ) -> bool:
+        """Whether a chat reads and feeds its user's personal memory: the bot has
+        ``memory`` on and the person chatting is the token's owner (the Playground, or an
+        API call whose ``user_id`` is the owner's id), never an end user of a published bot,
+        whose words must not reach the owner's memory nor other end users' prompts."""
+        if not config.memory or self.memory is None:
+            return False
+        return connector_id == connectors.PLAYGROUND or end_user == str(owner_id)
+
+    def _remember_after(
+        self,
+        task: asyncio.Task[None],
+        chat: ChatInfo,
+        messages: list[QueuedMessage],
+        owner_id: int,
+        space_id: int,
+        model_id: str,
+    ) -> None:
+        """Queue the chat's user messages for memory once its answer is complete (a chat
+        that failed or was canceled queues nothing); never in the chat's way."""
+        memory = self.memory
+        if memory is None or not messages:
+            return
+
+        async def queue() -> None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+            try:
+                status = await asyncio.to_thread(self.store.status, chat.id)
+                if status not in ("completed", "requires_action"):
+                    return
+                count = await asyncio.to_thread(
+                    memory.enqueue,
+                    owner_id,
+                    space_id,
+                    messages,
+                    model_id=model_id,
+                    bot_id=chat.bot_id,
+                    chat_id=chat.id,
+                )
+            except Exception:  # memory is best effort; the chat is done
+                log.exception("chat %s: messages not queued for memory", chat.id)
+                return
+            if count and self._on_memory_queued is not None:
+                self._on_memory_queued()
+
+        waiter = asyncio.get_running_loop().create_task(queue())
+        self._loggers.add(waiter)
+        waiter.add_done_callback(self._loggers.discard)
 
     async def _copy_inputs(
         self, owner_id: int, space_id: int, chat: ChatInfo, messages: list[MessageInfo]
