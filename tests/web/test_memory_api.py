@@ -128,9 +128,10 @@ def test_a_new_conversation_remembers_what_the_user_said(
     )
     assert chat.chat.status == ChatStatus.COMPLETED
     assert "Ada" not in system_prompt(model_server, "Hi")
+    users_see_edit_and_delete_their_memory(lab)  # on the same server: one start less
 
 
-def test_users_see_edit_and_delete_their_memory(lab: Lab) -> None:
+def users_see_edit_and_delete_their_memory(lab: Lab) -> None:
     url = lab.server.url
     headers = {"Authorization": f"Bearer {lab.tokens['alice']}"}
 
@@ -140,6 +141,7 @@ def test_users_see_edit_and_delete_their_memory(lab: Lab) -> None:
         )
 
     put = call("PUT", "/user", {"content": "# About me\n\n- Likes tea\n"})
+    assert "Ada" not in put.json()["data"]["user"]["content"]
     assert put.status_code == 200 and "Likes tea" in put.json()["data"]["user"]["content"]
     skill = call("PUT", "/skills/csv-export", {"content": "Use ; as separator."}).json()
     assert [s["name"] for s in skill["data"]["skills"]] == ["csv-export"]
