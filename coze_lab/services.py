@@ -153,6 +153,12 @@ class Runtime:
         self.chats.start_recovery_loop()
         self.memory_worker.start()
 
+    def _memory_queued(self) -> None:
+        """A chat queued messages for memory: the worker of this loop takes them now (a
+        runtime that is not serving, as in a notebook, starts it here)."""
+        self.memory_worker.start()
+        self.memory_worker.wake()
+
     @property
     def memory_worker(self) -> MemoryWorker:
         """The worker consolidating queued memory jobs in this runtime's event loop."""
@@ -296,7 +302,7 @@ class Runtime:
                 variables=self.variables,
                 file_history=self.file_history,
                 memory=self.memory,
-                on_memory_queued=lambda: self.memory_worker.wake(),
+                on_memory_queued=self._memory_queued,
             )
         return self._chats
 

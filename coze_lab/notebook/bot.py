@@ -45,6 +45,7 @@ class Bot:
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
         history_rounds: int = 10,
+        memory: bool = False,
         studio: StudioClient | None = None,
         host: Any = None,
         space: str | int | None = None,
@@ -58,6 +59,9 @@ class Bot:
         self.workflows = list(workflows)
         self.functions = [dict(f) for f in functions]
         self.history_rounds = history_rounds
+        #: long-term personal memory: your user.md and skills in the prompt, and what you
+        #: ask it to remember kept after each chat (see ``cl.memory``)
+        self.memory = memory
         #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
         self._studio = studio if studio is not None else None if host is None else host.studio
         #: the space the bot lives in (a name or id; None: the transport's own space)
@@ -155,6 +159,7 @@ class Bot:
             "variables": [{"keyword": k, "default_value": v} for k, v in self.variables.items()],
             "workflow_id_list": {"ids": [{"id": self._workflow_id(w)} for w in self.workflows]},
             "functions": self.functions,
+            "memory": self.memory,
         }
 
     def _workflow_id(self, workflow: Workflow | str | int) -> str:
