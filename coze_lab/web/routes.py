@@ -1223,7 +1223,7 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
     Route(
-        "/coze_lab/api/memory/skills/{name}",
+        "/coze_lab/api/memory/skills/{skill}",
         MemorySkillHandler,
         STUDIO,
         ops=(
