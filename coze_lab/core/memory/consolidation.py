@@ -190,8 +190,8 @@ class MemoryJobs:
                             applied_at=now,
                         )
                     )
-        except IntegrityError:
-            log.warning("memory job %s: its changes were applied before; skipped", job.id)
+        except IntegrityError:  # another job of the user wrote the same document first
+            log.warning("memory job %s: a concurrent write won; it is tried again", job.id)
             return False
         return True
 
@@ -314,9 +314,12 @@ class MemoryWorker:
                 changes, source = rule_changes(job.text), "rules"
         finally:
             keeper.cancel()
-        if await asyncio.to_thread(self.jobs.finish, job, changes, source=source, error=error):
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(self.jobs.memory.documents, job.owner_id, job.space_id)
+        if not await asyncio.to_thread(self.jobs.finish, job, changes, source=source, error=error):
+            # a concurrent write won, or the claim was lost (then this changes nothing)
+            await asyncio.to_thread(self.jobs.retry, job, "a concurrent write won")
+            return
+        with contextlib.suppress(OSError):  # the files show it at once
+            await asyncio.to_thread(self.jobs.memory.documents, job.owner_id, job.space_id)
 
     async def _keep(self, job: ClaimedJob) -> None:
         every = max(self.jobs.settings.lease_s / 3, 0.05)
