@@ -35,3 +35,4 @@ def test_a_bot_with_memory_and_cl_memory(
     assert cl.memory.show()["skills"] == [] and cl.memory.user() == ""
     with pytest.raises(StudioError, match="skill name"):
         cl.memory.set_skill("Not OK", "x")
+    assert cl.memory.wait(timeout=30)["jobs"]["done"] == 2  # nothing left running

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -226,7 +226,19 @@ class ChatService:
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         written = asyncio.Event()
-        run = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
+        after = None
+        if remembers:
+            queued = [
+                QueuedMessage(m.id, m.content)
+                for m in new_chat.messages
+                if m.role == "user" and m.content_type == "text"
+            ]
+            after = self._memory_step(
+                chat, queued, owner_id, resolved.bot.workspace_id, resolved.config.model_id
+            )
+        run = self._launch(
+            chat, state, tools, spec, channel, request.auto_save_history, written, after
+        )
         task = self._tasks[chat.id]
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before ``written`` is set)
@@ -237,15 +249,6 @@ class ChatService:
             task.cancel()
             raise
         written.set()
-        if remembers:
-            queued = [
-                QueuedMessage(m.id, m.content)
-                for m in new_chat.messages
-                if m.role == "user" and m.content_type == "text"
-            ]
-            self._remember_after(
-                task, chat, queued, owner_id, resolved.bot.workspace_id, resolved.config.model_id
-            )
         return ChatHandle(chat, channel, new_chat.messages)
 
     def _remembers(
@@ -259,46 +262,38 @@ class ChatService:
             return False
         return connector_id == connectors.PLAYGROUND or end_user == str(owner_id)
 
-    def _remember_after(
+    def _memory_step(
         self,
-        task: asyncio.Task[None],
         chat: ChatInfo,
         messages: list[QueuedMessage],
         owner_id: int,
         space_id: int,
         model_id: str,
-    ) -> None:
-        """Queue the chat's user messages for memory once its answer is complete (a chat
-        that failed or was canceled queues nothing); never in the chat's way."""
+    ) -> Callable[[], Awaitable[None]] | None:
+        """What the chat does once its answer is complete, before its ``done``: queue its
+        user messages for memory (a chat that failed or was canceled queues nothing). One
+        insert per message; the detection and merging happen in the background worker."""
         memory = self.memory
         if memory is None or not messages:
-            return
+            return None
 
         async def queue() -> None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
-            try:
-                status = await asyncio.to_thread(self.store.status, chat.id)
-                if status not in ("completed", "requires_action"):
-                    return
-                count = await asyncio.to_thread(
-                    memory.enqueue,
-                    owner_id,
-                    space_id,
-                    messages,
-                    model_id=model_id,
-                    bot_id=chat.bot_id,
-                    chat_id=chat.id,
-                )
-            except Exception:  # memory is best effort; the chat is done
-                log.exception("chat %s: messages not queued for memory", chat.id)
+            status = await asyncio.to_thread(self.store.status, chat.id)
+            if status not in ("completed", "requires_action"):
                 return
+            count = await asyncio.to_thread(
+                memory.enqueue,
+                owner_id,
+                space_id,
+                messages,
+                model_id=model_id,
+                bot_id=chat.bot_id,
+                chat_id=chat.id,
+            )
             if count and self._on_memory_queued is not None:
                 self._on_memory_queued()
 
-        waiter = asyncio.get_running_loop().create_task(queue())
-        self._loggers.add(waiter)
-        waiter.add_done_callback(self._loggers.discard)
+        return queue
 
     async def _copy_inputs(
         self, owner_id: int, space_id: int, chat: ChatInfo, messages: list[MessageInfo]
@@ -582,6 +577,7 @@ class ChatService:
         channel: ChatChannel,
         persist: bool,
         written: asyncio.Event | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> AgentRun:
         run = AgentRun(
             chat=chat,
@@ -596,6 +592,7 @@ class ChatService:
             written=written,
             heartbeat_s=self._heartbeat_s,
             poll_cancel=not self.signals.shared,
+            after=after,
         )
         loop = asyncio.get_running_loop()
         self.signals.bind()
