@@ -13,6 +13,8 @@ from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ModelServer
 
 
+# the notebook API over HTTP: the databases are covered by tests/web/test_memory_api.py
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_bot_with_memory_and_cl_memory(
     agent_host: InProcessHost, model_env: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

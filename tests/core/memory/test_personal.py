@@ -20,6 +20,10 @@ from coze_lab.services import Runtime
 from coze_lab.testing import ErrorReply, ModelServer
 from tests.support import FakeClock
 
+#: tests of files and access rules, not of the database: SQLite only (the CI budget); the
+#: queue's tests run on every configured database
+ON_SQLITE = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+
 
 def test_facts_merge_without_duplicates_and_keep_the_users_text() -> None:
     doc = "# About me\n\nSome notes I wrote.\n\n- Name is Ada\n"
@@ -37,6 +41,7 @@ def test_facts_merge_without_duplicates_and_keep_the_users_text() -> None:
     assert changed == {"skills/plots.md": "# plots\n\nPlot with seaborn.\n"}
 
 
+@ON_SQLITE
 def test_files_mirror_the_database_and_edits_come_back(runtime: Runtime) -> None:
     alice = runtime.identity.ensure_user("alice")
     memory = runtime.memory
@@ -66,6 +71,7 @@ def test_files_mirror_the_database_and_edits_come_back(runtime: Runtime) -> None
     assert "leak" not in memory.view(alice.id).skills
 
 
+@ON_SQLITE
 def test_memory_never_crosses_users_or_spaces(runtime: Runtime) -> None:
     alice = runtime.identity.ensure_user("alice")
     bob = runtime.identity.ensure_user("bob")
