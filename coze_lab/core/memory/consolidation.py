@@ -8,10 +8,11 @@ A worker renews its lease while the model thinks.
 
 Applying is one transaction: the job is marked done only if this worker still holds its
 claim, each change is written with its message id and position (unique: a change is never
-applied twice), and the documents are merged (duplicates skipped). A failure (the model
-down, a bad answer) puts the job back with exponential backoff; after ``max_attempts`` the
+applied twice), and the documents are merged (duplicates skipped). A failed model call (an
+error, a timeout) puts the job back with exponential backoff; after ``max_attempts`` the
 rule-based fallback (:func:`~coze_lab.core.memory.detection.rule_changes`) applies what it
-finds, so nothing asked for is lost.
+finds, so nothing asked for is lost. An answer that is not the JSON asked for gets the
+fallback at once: the same prompt would not change the model's mind.
 
 Example:
     >>> worker = MemoryWorker(db, memory, completer)        # doctest: +SKIP
@@ -34,7 +35,13 @@ from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.ids import new_id
-from coze_lab.core.memory.detection import Change, Completer, detect, rule_changes
+from coze_lab.core.memory.detection import (
+    Change,
+    Completer,
+    DetectionError,
+    detect,
+    rule_changes,
+)
 from coze_lab.core.memory.documents import (
     USER_PATH,
     merge_fact,
@@ -303,6 +310,8 @@ class MemoryWorker:
                     settings.model_timeout_s,
                 )
                 source, error = "model", ""
+            except DetectionError as exc:  # it answered, but not in the form asked for
+                changes, source, error = rule_changes(job.text), "rules", str(exc)[:2000]
             except Exception as exc:  # the model's failure: retried, then the rules
                 error = f"{type(exc).__name__}: {exc}"[:2000]
                 if job.attempts < settings.max_attempts:

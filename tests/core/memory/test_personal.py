@@ -131,12 +131,17 @@ def test_the_worker_retries_with_backoff_then_falls_back_to_rules(
                     assert jobs.status(7) == "queued"
                     assert await worker.run_once() is False  # backing off
                     clock.advance(timedelta(seconds=jobs.settings.max_backoff_s))
+            # an answer that is not the JSON asked for (the demo model's): the rules at once
+            runtime.memory.enqueue(
+                alice.id, alice.workspace_id, [QueuedMessage(8, "Call me Al")], model_id="m"
+            )
+            assert await worker.run_once() is True and jobs.status(8) == "done"
             await completer.aclose()
 
         asyncio.run(go())
-        assert len(server.requests) == jobs.settings.max_attempts
+        assert len(server.requests) == jobs.settings.max_attempts + 1
         assert server.requests[0]["response_format"] == {"type": "json_object"}
     assert jobs.status(7) == "done"
     view = runtime.memory.view(alice.id)
-    assert "- Name is Ada\n- Prefers metric units" in view.user
+    assert "- Name is Ada\n- Prefers metric units\n- Wants to be called Al" in view.user
     assert {c["source"] for c in view.changes} == {"rules"}
