@@ -614,7 +614,7 @@ class MemoryJob(Base):
     message_id: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
     model_id: Mapped[str] = mapped_column(String(255))
-    #: queued | running | done | failed
+    #: queued | running | done (a job that runs out of model attempts ends with the rules)
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(default=0)
     run_after: Mapped[datetime]

@@ -528,7 +528,7 @@ MEMORY = {
         },
         "jobs": {
             "type": "object",
-            "properties": {k: {"type": "integer"} for k in ("queued", "running", "done", "failed")},
+            "properties": {k: {"type": "integer"} for k in ("queued", "running", "done")},
         },
     },
 }

@@ -675,5 +675,5 @@ def memory(view: MemoryView) -> dict[str, Any]:
             }
             for c in view.changes
         ],
-        "jobs": {k: view.jobs.get(k, 0) for k in ("queued", "running", "done", "failed")},
+        "jobs": {k: view.jobs.get(k, 0) for k in ("queued", "running", "done")},
     }

@@ -216,4 +216,4 @@ def test_the_memory_job_survives_kill_9_and_applies_once(
     assert len(model_server.requests) == 3  # the killed detection, then the one that applied
     assert memory["user"]["content"].count("- Name is Ada\n") == 1
     assert [c["text"] for c in memory["changes"]] == ["Prefers metric units", "Name is Ada"]
-    assert memory["jobs"] == {"queued": 0, "running": 0, "done": 1, "failed": 0}
+    assert memory["jobs"] == {"queued": 0, "running": 0, "done": 1}

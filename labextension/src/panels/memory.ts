@@ -26,7 +26,7 @@ interface IMemory {
   user: IMemoryDoc;
   skills: IMemoryDoc[];
   changes: IMemoryChange[];
-  jobs: { queued: number; running: number; done: number; failed: number };
+  jobs: { queued: number; running: number; done: number };
 }
 
 /**
@@ -125,9 +125,7 @@ export class MemoryPanel extends Widget implements ICozeLabPanel {
       this._user.value = memory.user.content;
     }
     const jobs = memory.jobs;
-    this._jobs.textContent =
-      `queued ${jobs.queued} · running ${jobs.running} · done ${jobs.done}` +
-      (jobs.failed ? ` · failed ${jobs.failed}` : '');
+    this._jobs.textContent = `queued ${jobs.queued} · running ${jobs.running} · done ${jobs.done}`;
     this._skills.replaceChildren(
       ...memory.skills.map(skill =>
         h(
