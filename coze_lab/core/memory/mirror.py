@@ -10,8 +10,8 @@ hidden ``.sync.json`` keeps the hash of what each file held when last synced, so
   document was deleted elsewhere is removed.
 
 A file edited into anything (binary, huge) is read as text: UTF-8 with replacement
-characters, cut to the document limit. Symlinks are never followed; writes go to a
-temporary file renamed over the target.
+characters, cut to the document limit. Symlinks are never followed and files with more
+than one hard link never read; writes go to a temporary file renamed over the target.
 
 Example:
     >>> import tempfile
@@ -130,8 +130,9 @@ class MemoryMirror:
         except OSError:  # missing, or a symlink (never followed)
             return None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                return None  # a hard link could be a file from elsewhere: never read
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 return as_text(handle.read(self.max_chars * 4), self.max_chars)
         finally:

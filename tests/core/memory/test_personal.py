@@ -69,6 +69,8 @@ def test_files_mirror_the_database_and_edits_come_back(runtime: Runtime) -> None
     secret.write_text("do not read")
     os.symlink(secret, folder / "skills" / "leak.md")
     assert "leak" not in memory.view(alice.id).skills
+    os.link(secret, folder / "skills" / "hard.md")  # nor a hard link to a file elsewhere
+    assert "hard" not in memory.view(alice.id).skills
 
 
 @ON_SQLITE
