@@ -30,7 +30,7 @@ _LAZY = {
     "connect": "coze_lab.notebook.connect",
 }
 #: modules that are public names of the package (``cl.runs.pending()``)
-_LAZY_MODULES = {"runs": "coze_lab.notebook.runs"}
+_LAZY_MODULES = {"runs": "coze_lab.notebook.runs", "memory": "coze_lab.notebook.memory"}
 
 __all__ = [
     "Bot",
@@ -41,6 +41,7 @@ __all__ = [
     "WorkflowDefinitionError",
     "__version__",
     "connect",
+    "memory",
     "runs",
 ]
 

@@ -51,6 +51,35 @@ class CozeLab(Configurable):
         "Default: coze_workspaces under the Jupyter root (JupyterLab), under data_dir for "
         "coze-lab serve."
     ).tag(config=True)
+    memory_root = Unicode(
+        help="Folder mirroring long-term memory as Markdown (<space>/<user>/user.md, "
+        "skills/<name>.md; the database is the source of truth). Default: coze_memory under "
+        "the Jupyter root (JupyterLab), under data_dir for coze-lab serve; 'none': no files."
+    ).tag(config=True)
+    memory_max_chars = Int(
+        20_000,
+        help="Longest memory document (user.md or a skill) in characters; a longer file is "
+        "read cut to this.",
+    ).tag(config=True)
+    memory_prompt_chars = Int(
+        8000, help="Most characters of memory a bot with memory gets in its prompt."
+    ).tag(config=True)
+    memory_model = Unicode(
+        help="Model id that detects memory signals in users' messages (default: the bot's)."
+    ).tag(config=True)
+    memory_lease_s = Float(
+        60.0,
+        help="Seconds a worker's claim on a memory job lasts without renewal; a job whose "
+        "worker died is claimed again after it.",
+    ).tag(config=True)
+    memory_poll_s = Float(
+        2.0, help="Seconds between looks for memory jobs queued by other replicas."
+    ).tag(config=True)
+    memory_max_attempts = Int(
+        5,
+        help="Model attempts per memory job (exponential backoff between them); after the "
+        "last, rule-based detection applies what it finds.",
+    ).tag(config=True)
     max_upload_bytes = Int(100 * MiB, help="Largest file accepted by /v1/files/upload.").tag(
         config=True
     )
@@ -234,6 +263,22 @@ class CozeLab(Configurable):
         if isinstance(jupyter_root, str) and jupyter_root:
             return Path(jupyter_root).expanduser() / "coze_workspaces"
         return self.data_path / "coze_workspaces"
+
+    @property
+    def memory_path(self) -> Path | None:
+        """Where memory files are mirrored: ``memory_root`` (``none``: nowhere), else
+        ``coze_memory`` under the Jupyter root (in JupyterLab) or the data dir."""
+        if self.memory_root.strip().lower() == "none":
+            return None
+        if self.memory_root:
+            return Path(self.memory_root).expanduser()
+        return self._jupyter_or_data() / "coze_memory"
+
+    def _jupyter_or_data(self) -> Path:
+        jupyter_root = getattr(self.parent, "root_dir", None)
+        if isinstance(jupyter_root, str) and jupyter_root:
+            return Path(jupyter_root).expanduser()
+        return self.data_path
 
     def sandbox_settings(self) -> SandboxSettings:
         return SandboxSettings(

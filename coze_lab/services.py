@@ -23,6 +23,7 @@ from coze_lab.store import Database
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
     from coze_lab.core.chat.flow import ChatflowService
+    from coze_lab.core.memory.consolidation import MemoryWorker
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
     from coze_lab.core.plugins import PluginService
@@ -93,6 +94,32 @@ class Runtime:
 
         self.usage = UsageService(self.db)
         self.file_history = FileHistory(self.db, clock=clock)
+        from coze_lab.core.memory.consolidation import JobSettings, MemoryJobs
+        from coze_lab.core.memory.mirror import MemoryMirror
+        from coze_lab.core.memory.personal import PersonalMemory
+
+        memory_root = config.memory_path
+        self.memory = PersonalMemory(
+            self.db,
+            mirror=None
+            if memory_root is None
+            else MemoryMirror(memory_root, max_chars=config.memory_max_chars),
+            clock=clock,
+            max_chars=config.memory_max_chars,
+            prompt_chars=config.memory_prompt_chars,
+        )
+        self.memory_jobs = MemoryJobs(
+            self.db,
+            self.memory,
+            settings=JobSettings(
+                lease_s=config.memory_lease_s,
+                poll_s=config.memory_poll_s,
+                max_attempts=config.memory_max_attempts,
+                model_id=config.memory_model,
+            ),
+            clock=clock,
+        )
+        self._memory_worker: MemoryWorker | None = None
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
         self._chatflows: ChatflowService | None = None
@@ -124,6 +151,22 @@ class Runtime:
         self.signals.start()
         self.engine.start_recovery_loop()
         self.chats.start_recovery_loop()
+        self.memory_worker.start()
+
+    def _memory_queued(self) -> None:
+        """A chat queued messages for memory: the worker of this loop takes them now (a
+        runtime that is not serving, as in a notebook, starts it here)."""
+        self.memory_worker.start()
+        self.memory_worker.wake()
+
+    @property
+    def memory_worker(self) -> MemoryWorker:
+        """The worker consolidating queued memory jobs in this runtime's event loop."""
+        if self._memory_worker is None:
+            from coze_lab.core.memory.consolidation import MemoryWorker
+
+            self._memory_worker = MemoryWorker(self.memory_jobs, self.completer)
+        return self._memory_worker
 
     @property
     def sandbox(self) -> Runner:
@@ -260,6 +303,8 @@ class Runtime:
                 variables=self.variables,
                 file_history=self.file_history,
                 tables=self.tables,
+                memory=self.memory,
+                on_memory_queued=self._memory_queued,
             )
         return self._chats
 
@@ -324,6 +369,8 @@ class Runtime:
     async def close(self) -> None:
         await self.signals.close()
         stop_readers()  # a document being read must not hold up the shutdown
+        if self._memory_worker is not None:
+            await self._memory_worker.close()
         if self._chats is not None:
             await self._chats.close()
         if self._chatflows is not None:

@@ -53,6 +53,7 @@ class Bot:
         tables: Sequence[Any] = (),
         table_writes: bool = False,
         history_rounds: int = 10,
+        memory: bool = False,
         studio: StudioClient | None = None,
         host: Any = None,
         space: str | int | None = None,
@@ -69,6 +70,9 @@ class Bot:
         self.tables = list(tables)
         self.table_writes = table_writes
         self.history_rounds = history_rounds
+        #: long-term personal memory: your user.md and skills in the prompt, and what you
+        #: ask it to remember kept after each chat (see ``cl.memory``)
+        self.memory = memory
         #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
         self._studio = studio if studio is not None else None if host is None else host.studio
         #: the space the bot lives in (a name or id; None: the transport's own space)
@@ -171,6 +175,7 @@ class Bot:
                 {"table_id": str(getattr(t, "id", t)), "allow_writes": self.table_writes}
                 for t in self.tables
             ],
+            "memory": self.memory,
         }
 
     def _workflow_id(self, workflow: Workflow | str | int) -> str:

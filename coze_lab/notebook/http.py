@@ -415,6 +415,19 @@ class StudioClient:
         """Start a new context window (section); the messages stay."""
         return self.request("POST", f"conversations/{conversation_id}/clear")
 
+    # ---- long-term memory ---------------------------------------------------------------
+    def memory(self) -> dict[str, Any]:
+        """Your memory in this client's space: ``{user, skills, changes, jobs}``."""
+        return self.request("GET", "memory")
+
+    def put_memory(self, path: str, content: str) -> dict[str, Any]:
+        """Replace ``user.md`` or ``skills/<name>.md`` with ``content``."""
+        return self.request("PUT", _memory_route(path), {"content": content})
+
+    def delete_memory(self, path: str) -> Any:
+        """Forget ``user.md`` or ``skills/<name>.md``."""
+        return self.request("DELETE", _memory_route(path))
+
     # ---- personal access tokens -------------------------------------------------------
     def tokens(self) -> list[dict[str, Any]]:
         data = self.request("GET", "tokens")
@@ -443,3 +456,15 @@ def _unwrap(response: httpx.Response) -> Any:
             return body.get("data")
     detail = response.text[:200] if body is None else str(body)[:200]
     raise StudioError(-1, f"HTTP {response.status_code}: {detail}", response.status_code)
+
+
+def _memory_route(path: str) -> str:
+    """The studio route of a memory document.
+
+    >>> _memory_route("skills/csv.md"), _memory_route("user.md")
+    ('memory/skills/csv', 'memory/user')
+    """
+    if path in ("user", "user.md"):
+        return "memory/user"
+    name = path.removeprefix("skills/").removesuffix(".md")
+    return f"memory/skills/{name}"

@@ -578,3 +578,85 @@ class FileHistoryEntry(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (Index("ix_file_history_session", "session_id", "created_at"),)
+
+
+class MemoryDocument(Base):
+    """One Markdown document of a user's long-term memory in a space: ``user.md`` or
+    ``skills/<name>.md`` (the source of truth; files under the Jupyter root mirror it)."""
+
+    __tablename__ = "memory_documents"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    #: user.md or skills/<name>.md
+    path: Mapped[str] = mapped_column(String(128))
+    content: Mapped[str] = mapped_column(Text)
+    #: sha256 of content (what a file mirror compares against)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ux_memory_documents_path", "owner_id", "space_id", "path", unique=True),
+    )
+
+
+class MemoryJob(Base):
+    """A user message queued for memory consolidation (detect, merge, apply), claimed by
+    one worker at a time with a lease; one job per message."""
+
+    __tablename__ = "memory_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    bot_id: Mapped[int | None] = mapped_column(nullable=True)
+    chat_id: Mapped[int | None] = mapped_column(nullable=True)
+    #: the user message the job reads (unique: a message is queued once)
+    message_id: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+    model_id: Mapped[str] = mapped_column(String(255))
+    #: queued | running | done (a job that runs out of model attempts ends with the rules)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(default=0)
+    run_after: Mapped[datetime]
+    lease_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    claimed_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    __table_args__ = (
+        Index("ux_memory_jobs_message", "message_id", unique=True),
+        Index("ix_memory_jobs_due", "status", "run_after"),
+        Index("ix_memory_jobs_owner_space", "owner_id", "space_id"),
+    )
+
+
+class MemoryChange(Base):
+    """One change a job applied to a user's memory, with the message it came from; the
+    unique (message, seq) key means a change is never applied twice."""
+
+    __tablename__ = "memory_changes"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    job_id: Mapped[int]
+    message_id: Mapped[int]
+    seq: Mapped[int]
+    #: add | update | delete
+    op: Mapped[str] = mapped_column(String(16))
+    #: fact | skill
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(128), default="")
+    text: Mapped[str] = mapped_column(Text)
+    #: model | rules (the fallback when the model kept failing)
+    source: Mapped[str] = mapped_column(String(16))
+    applied_at: Mapped[datetime]
+
+    __table_args__ = (
+        Index("ux_memory_changes_message_seq", "message_id", "seq", unique=True),
+        Index("ix_memory_changes_owner_space", "owner_id", "space_id", "applied_at"),
+    )

@@ -148,6 +148,7 @@ _NAMED = {
     "asset": {"type": "string"},
     "node_execute_uuid": {"type": "string", "minLength": 1},
     "connector_id": {"enum": ["1024", "999"]},  # the API and the Web SDK
+    "skill": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$"},  # memory skills
 }
 
 

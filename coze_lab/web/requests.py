@@ -406,6 +406,10 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         changes["file_tools"] = body["file_tools"]
     if "tables" in body:
         changes["tables"] = _tables(body["tables"])
+    if "memory" in body:
+        if not isinstance(body["memory"], bool):
+            raise InvalidParameter("memory must be true or false")
+        changes["memory"] = body["memory"]
     return changes
 
 

@@ -61,6 +61,7 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
+from coze_lab.web.handlers.memory import MemoryHandler, MemorySkillHandler, MemoryUserHandler
 from coze_lab.web.handlers.meta import LivenessHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
     OAuthCallbackHandler,
@@ -1192,6 +1193,53 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {"items": {"type": "array", "items": s.FILE_EVENT}},
                 },
             ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/memory",
+        MemoryHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "Your long-term memory in a space (default personal): user.md, skills, the "
+                "last changes with the message each came from, the queue",
+                "memory",
+                query=s.SPACE_Q,
+                data=s.MEMORY,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/memory/user",
+        MemoryUserHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "put",
+                "Replace your user.md",
+                "memory",
+                query=s.SPACE_Q,
+                body=s.MEMORY_CONTENT,
+                data=s.MEMORY,
+            ),
+            Op("delete", "Forget your user.md", "memory", query=s.SPACE_Q),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/memory/skills/{skill}",
+        MemorySkillHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "put",
+                "Create or replace one of your skills (skills/<name>.md)",
+                "memory",
+                query=s.SPACE_Q,
+                body=s.MEMORY_CONTENT,
+                data=s.MEMORY,
+            ),
+            Op("delete", "Forget one of your skills", "memory", query=s.SPACE_Q),
         ),
     ),
     Route(

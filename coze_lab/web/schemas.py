@@ -420,6 +420,11 @@ BOT_BODY = {
                 "properties": {"table_id": ID, "allow_writes": {"type": "boolean"}},
             },
         },
+        "memory": {
+            "type": "boolean",
+            "description": "long-term personal memory: user.md and skills in the prompt, "
+            "memory signals consolidated after each chat",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -574,4 +579,45 @@ FILE_EVENT = {
         "node_id": {"type": ["string", "null"]},
         "created_at": {"type": "integer"},
     },
+}
+_MEMORY_DOC = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "path": {"type": "string", "description": "user.md or skills/<name>.md"},
+        "content": {"type": "string", "description": "Markdown"},
+        "updated_at": {"type": ["integer", "null"]},
+    },
+}
+MEMORY = {
+    "type": "object",
+    "properties": {
+        "space_id": ID,
+        "user": _MEMORY_DOC,
+        "skills": {"type": "array", "items": _MEMORY_DOC},
+        "changes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"enum": ["add", "update", "delete"]},
+                    "kind": {"enum": ["fact", "skill"]},
+                    "name": {"type": "string"},
+                    "text": {"type": "string"},
+                    "source": {"enum": ["model", "rules"]},
+                    "message_id": ID,
+                    "applied_at": {"type": "integer"},
+                },
+            },
+        },
+        "jobs": {
+            "type": "object",
+            "properties": {k: {"type": "integer"} for k in ("queued", "running", "done")},
+        },
+    },
+}
+MEMORY_CONTENT = {
+    "type": "object",
+    "required": ["content"],
+    "properties": {"content": {"type": "string", "maxLength": 20000}},
 }

@@ -17,6 +17,7 @@ from coze_lab.core.file_history import FileEvent
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.memory import TableInfo
+from coze_lab.core.memory.personal import MemoryView
 from coze_lab.core.memory.variables import VariableItem, VariableState
 from coze_lab.core.plugins import CallRecord, PluginInfo, ToolResult
 from coze_lab.core.spaces import MemberInfo, SpaceInfo
@@ -338,6 +339,7 @@ def bot(info: BotInfo) -> dict[str, Any]:
         "functions": [f.to_dict() for f in config.functions],
         "file_tools": config.file_tools,
         "tables": [t.to_dict() for t in config.tables],
+        "memory": config.memory,
         "connectors": {k: str(v) for k, v in info.connectors.items()},
     }
 
@@ -660,4 +662,36 @@ def file_event(event: FileEvent) -> dict[str, Any]:
         "run_id": opt(event.run_id),
         "node_id": event.node_id,
         "created_at": to_unix(event.created_at),
+    }
+
+
+def memory(view: MemoryView) -> dict[str, Any]:
+    """A user's memory in a space: user.md, the skills, the last changes (each with the
+    message it came from) and the queue."""
+
+    def updated(path: str) -> int | None:
+        moment = view.updated_at.get(path)
+        return None if moment is None else to_unix(moment)
+
+    return {
+        "space_id": str(view.space_id),
+        "user": {"path": "user.md", "content": view.user, "updated_at": updated("user.md")},
+        "skills": [
+            {
+                "name": name,
+                "path": f"skills/{name}.md",
+                "content": text,
+                "updated_at": updated(f"skills/{name}.md"),
+            }
+            for name, text in sorted(view.skills.items())
+        ],
+        "changes": [
+            {
+                **{k: c[k] for k in ("op", "kind", "name", "text", "source")},
+                "message_id": str(c["message_id"]),
+                "applied_at": to_unix(c["applied_at"]),
+            }
+            for c in view.changes
+        ],
+        "jobs": {k: view.jobs.get(k, 0) for k in ("queued", "running", "done")},
     }

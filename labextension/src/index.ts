@@ -7,6 +7,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
 
 import { BotsPanel } from './panels/bots';
+import { MemoryPanel } from './panels/memory';
 import { TokensPanel } from './panels/pats';
 import { PluginsPanel } from './panels/plugins';
 import { RunsPanel } from './panels/runs';
@@ -86,6 +87,7 @@ const studioPlugin: JupyterFrontEndPlugin<void> = {
     sidebar.addPanel(new RunsPanel(), { rank: 10 });
     sidebar.addPanel(new BotsPanel(), { rank: 20 });
     sidebar.addPanel(new PluginsPanel(), { rank: 25 });
+    sidebar.addPanel(new MemoryPanel(), { rank: 28 });
     sidebar.addPanel(new TokensPanel(), { rank: 30 });
   }
 };

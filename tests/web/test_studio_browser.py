@@ -768,3 +768,37 @@ def test_chat_conversations_are_picked_continued_and_cleared(
     )
     expect(log.locator(".jp-CozeLab-divider")).to_have_count(1)
     shot(page, "sidebar_conversations.png")
+
+
+def test_memory_is_seen_edited_and_deleted_in_the_sidebar(page: Page, lab: Lab) -> None:
+    api = studio(lab)
+    api.put_memory("user.md", "# About me\n\n- Name is Ada\n")
+    open_lab(page, lab)
+    section(page, "Memory")
+    user_md = page.get_by_test_id("coze-lab-memory-user")
+    expect(user_md).to_have_value("# About me\n\n- Name is Ada\n", timeout=UI_TIMEOUT_MS)
+    user_md.fill("# About me\n\n- Name is Ada\n- Likes tea\n")
+    page.get_by_test_id("coze-lab-memory-save").click()
+    expect(page.get_by_test_id("coze-lab-memory-error")).to_be_hidden()
+    deadline = time.monotonic() + 30
+    while "Likes tea" not in api.memory()["user"]["content"]:
+        assert time.monotonic() < deadline, "the sidebar's edit did not reach the server"
+        time.sleep(0.1)
+    # the same Markdown in the Jupyter root, where the file browser shows it
+    (mirrored,) = (lab.log_path.parent / "root" / "coze_memory").glob("*/*/user.md")
+    assert "- Likes tea" in mirrored.read_text()
+    page.get_by_test_id("coze-lab-memory-skill-name").fill("csv-export")
+    page.get_by_test_id("coze-lab-memory-skill-text").fill("Use ; as the separator.")
+    page.get_by_test_id("coze-lab-memory-skill-save").click()
+    skill = page.get_by_test_id("coze-lab-memory-skill").filter(has_text="csv-export")
+    expect(skill).to_contain_text("Use ; as the separator.", timeout=UI_TIMEOUT_MS)
+    shot(page, "sidebar_memory.png")
+    skill.get_by_test_id("coze-lab-memory-skill-delete").click()
+    expect(skill).to_be_hidden(timeout=UI_TIMEOUT_MS)
+    assert api.memory()["skills"] == []
+    # a bad skill name: the panel shows the server's 400
+    page.get_by_test_id("coze-lab-memory-skill-name").fill("Not OK")
+    page.get_by_test_id("coze-lab-memory-skill-save").click()
+    expect(page.get_by_test_id("coze-lab-memory-error")).to_contain_text(
+        "skill name", timeout=UI_TIMEOUT_MS
+    )

@@ -152,6 +152,9 @@ class BotConfig:
     file_tools: bool = False
     #: user tables the model queries with SQL, one tool per table (NL2SQL)
     tables: tuple[BotTable, ...] = ()
+    #: long-term personal memory: the user's user.md and skills go into the prompt, and
+    #: what the user asks to remember is consolidated into them after each chat
+    memory: bool = False
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -178,6 +181,7 @@ class BotConfig:
             "save_variables": self.save_variables,
             "file_tools": self.file_tools,
             "tables": [t.to_dict() for t in self.tables],
+            "memory": self.memory,
         }
 
     @classmethod
@@ -211,6 +215,7 @@ class BotConfig:
                 BotTable(int(t["table_id"]), bool(t.get("allow_writes", False)))
                 for t in data.get("tables", [])
             ),
+            memory=bool(data.get("memory", False)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

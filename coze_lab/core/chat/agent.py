@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,8 +111,11 @@ class AgentRun:
         written: asyncio.Event | None = None,
         heartbeat_s: float = HEARTBEAT_S,
         poll_cancel: bool = True,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.chat = chat
+        #: awaited once the outcome is written, before ``done`` (a failure is logged)
+        self._after = after
         #: set once the first model request is on its way (or the run ended before sending
         #: one): a starting chat writes its rows then, while the model thinks
         self.requested = asyncio.Event()
@@ -157,8 +161,14 @@ class AgentRun:
         finally:
             self.requested.set()
             await self._stop(keeper)
-            self._channel.put(ChatEvent(ev.DONE))
-            self._channel.close()
+            try:
+                if self._after is not None:
+                    await self._after()
+            except Exception:
+                log.exception("chat %s: its after-step failed", self.chat.id)
+            finally:
+                self._channel.put(ChatEvent(ev.DONE))
+                self._channel.close()
 
     async def _until_written(self) -> None:
         """Wait for the chat's row before writing anything that refers to it (the starting

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,6 +42,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.memory.personal import PersonalMemory, QueuedMessage
 from coze_lab.core.memory.tables import TableService
 from coze_lab.core.memory.variables import Scope, VariableService, bot_context
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
@@ -120,10 +121,16 @@ class ChatService:
         variables: VariableService | None = None,
         file_history: Any = None,
         tables: TableService | None = None,
+        memory: PersonalMemory | None = None,
+        on_memory_queued: Callable[[], None] | None = None,
     ) -> None:
         self.bots = bots
         #: user tables a bot's model queries with SQL (None: bots with tables fail to chat)
         self.tables = tables
+        #: long-term personal memory: read into the prompt of bots with ``memory`` on, and
+        #: the user's messages queued once the answer is complete (None: no memory)
+        self.memory = memory
+        self._on_memory_queued = on_memory_queued
         #: end users' stored variable values (None: the bot's defaults only)
         self.variables = variables
         #: reads the files messages name into the model's context (None: placeholders only)
@@ -204,6 +211,14 @@ class ChatService:
             resolved.config.prompt,
             self._variables(resolved, conversation, chat, request),
         )
+        remembers = self._remembers(resolved.config, connector_id, owner_id, end_user)
+        if remembers:
+            assert self.memory is not None
+            recalled = await asyncio.to_thread(
+                self.memory.prompt, owner_id, resolved.bot.workspace_id
+            )
+            if recalled:
+                system = f"{system}\n\n{recalled}" if system else recalled
         if resolved.config.response_format == "json":
             system = f"{system}\n\n{JSON_INSTRUCTION}" if system else JSON_INSTRUCTION
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
@@ -217,7 +232,19 @@ class ChatService:
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         written = asyncio.Event()
-        run = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
+        after = None
+        if remembers:
+            queued = [
+                QueuedMessage(m.id, m.content)
+                for m in new_chat.messages
+                if m.role == "user" and m.content_type == "text"
+            ]
+            after = self._memory_step(
+                chat, queued, owner_id, resolved.bot.workspace_id, resolved.config.model_id
+            )
+        run = self._launch(
+            chat, state, tools, spec, channel, request.auto_save_history, written, after
+        )
         task = self._tasks[chat.id]
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before ``written`` is set)
@@ -229,6 +256,50 @@ class ChatService:
             raise
         written.set()
         return ChatHandle(chat, channel, new_chat.messages)
+
+    def _remembers(
+        self, config: BotConfig, connector_id: str, owner_id: int, end_user: str
+    ) -> bool:
+        """Whether a chat reads and feeds its user's personal memory: the bot has
+        ``memory`` on and the person chatting is the token's owner (the Playground, or an
+        API call whose ``user_id`` is the owner's id), never an end user of a published bot,
+        whose words must not reach the owner's memory nor other end users' prompts."""
+        if not config.memory or self.memory is None:
+            return False
+        return connector_id == connectors.PLAYGROUND or end_user == str(owner_id)
+
+    def _memory_step(
+        self,
+        chat: ChatInfo,
+        messages: list[QueuedMessage],
+        owner_id: int,
+        space_id: int,
+        model_id: str,
+    ) -> Callable[[], Awaitable[None]] | None:
+        """What the chat does once its answer is complete, before its ``done``: queue its
+        user messages for memory (a chat that failed or was canceled queues nothing). One
+        insert per message; the detection and merging happen in the background worker."""
+        memory = self.memory
+        if memory is None or not messages:
+            return None
+
+        async def queue() -> None:
+            status = await asyncio.to_thread(self.store.status, chat.id)
+            if status not in ("completed", "requires_action"):
+                return
+            count = await asyncio.to_thread(
+                memory.enqueue,
+                owner_id,
+                space_id,
+                messages,
+                model_id=model_id,
+                bot_id=chat.bot_id,
+                chat_id=chat.id,
+            )
+            if count and self._on_memory_queued is not None:
+                self._on_memory_queued()
+
+        return queue
 
     async def _copy_inputs(
         self, owner_id: int, space_id: int, chat: ChatInfo, messages: list[MessageInfo]
@@ -518,6 +589,7 @@ class ChatService:
         channel: ChatChannel,
         persist: bool,
         written: asyncio.Event | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> AgentRun:
         run = AgentRun(
             chat=chat,
@@ -532,6 +604,7 @@ class ChatService:
             written=written,
             heartbeat_s=self._heartbeat_s,
             poll_cancel=not self.signals.shared,
+            after=after,
         )
         loop = asyncio.get_running_loop()
         self.signals.bind()
