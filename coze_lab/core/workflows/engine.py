@@ -30,6 +30,7 @@ from coze_lab.core.sandbox import Mount, Runner
 from coze_lab.core.workflows import events as ev
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
+from coze_lab.core.workflows.nodes.composite import CONTROL_KEY, LOOP_CONTROL
 from coze_lab.core.workflows.run_store import (
     FINISHED,
     InterruptInfo,
@@ -728,6 +729,9 @@ class Engine:
         }
         graph = _Graph(spec)
         running: dict[asyncio.Task[_Outcome], NodeSpec] = {}
+        control = _control(spec.nodes, records)
+        if control is not None:  # a loop body that reached break or continue before
+            return "succeeded", {CONTROL_KEY: control}, None
         try:
             # nodes the first step unlocks start after one commit of their started events
             launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
@@ -759,6 +763,9 @@ class Engine:
                 )
                 # the finished nodes' records commit before any successor starts
                 await self._commit(run.id, writes + more_writes, events + more_events, interrupts)
+                control = _control(finished, records)
+                if control is not None:  # the body's iteration ends here; the rest is dropped
+                    return "succeeded", {CONTROL_KEY: control}, None
                 self._start_tasks(run, launch, values, records, running)
         finally:
             for task in running:
@@ -1060,6 +1067,15 @@ def check_inputs(spec: WorkflowSpec, given: dict[str, Any]) -> dict[str, Any]:
             raise InvalidParameter(f"parameter '{name}' must be {item.type}")
         values[name] = value
     return values
+
+
+def _control(nodes: Any, records: dict[str, NodeRecord]) -> str | None:
+    """``break`` or ``continue`` when such a node of a loop body has run."""
+    for node in nodes:
+        record = records.get(node.id)
+        if node.type in LOOP_CONTROL and record is not None and record.status == "succeeded":
+            return str(node.type)
+    return None
 
 
 def _readiness(edges: list[Any], records: dict[str, NodeRecord]) -> str:
