@@ -16,6 +16,7 @@ from typing import Any
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.engine import Engine
+from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY
 from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
 from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, NodeWrite, RunInfo
 from coze_lab.core.workflows.service import WorkflowService
@@ -70,6 +71,7 @@ class RunService:
         ignore_undeclared: bool = False,
         at_version: int | None = None,
         workspace: Any = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
@@ -79,7 +81,7 @@ class RunService:
         ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
         does), noting them in the run's trace; otherwise they are refused. ``workspace``
         (a :class:`~coze_lab.core.workflows.engine.RunWorkspace`) is mounted into its code
-        nodes.
+        nodes; ``history`` is a chat-flow's conversation for llm nodes with ``chat_history``.
         """
         if spec is None:
             if workflow_id is None:
@@ -95,6 +97,7 @@ class RunService:
             version=version,
             ignore_undeclared=ignore_undeclared,
             workspace=workspace,
+            history=history,
         )
 
     async def retry(
@@ -169,10 +172,14 @@ class RunService:
             "from_node": from_node,
             "reused": sorted(w.node_key for w in seed),
         }
+        declared = {i.name for i in spec.inputs}
+        inputs = {k: v for k, v in old.inputs.items() if k in declared}
+        history = old.inputs.get(CONVERSATION_HISTORY)
         return await self.engine.start(
             owner_id,
             spec,
-            old.inputs,
+            inputs,
+            history=history if isinstance(history, list) else None,
             workflow_id=old.workflow_id,
             version=old.version,
             retry_of=old.id,
