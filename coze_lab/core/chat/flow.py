@@ -232,6 +232,7 @@ class ChatflowService:
                 meta_data=meta,
                 created_at=now,
                 updated_at=now,
+                usage=_answer_usage(info.usage) if info.usage else None,
             )
             self.conversations.add_messages(chat.owner_id, [answer])
             channel.put(ChatEvent(ev.MESSAGE_DELTA, message=answer))
@@ -311,3 +312,12 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
         "output_count": int(usage.get("output_tokens", 0)),
         "input_count": int(usage.get("input_tokens", 0)),
     }
+
+
+def _answer_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer message's usage: the run's tokens, and its cost when every model it called
+    has prices."""
+    data: dict[str, Any] = dict(_usage(usage))
+    if usage.get("cost") is not None:
+        data["cost"] = usage["cost"]
+    return data
