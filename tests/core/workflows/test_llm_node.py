@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cozepy import WorkflowEventMessage
 
 import coze_lab as cl
 from coze_lab.core.workflows.spec import WorkflowDefinitionError
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.testing import ModelServer
+from coze_lab.web import serialize
 
 
 @pytest.fixture
@@ -52,6 +54,12 @@ def test_a_streaming_llm_node_sends_its_answer_piece_by_piece(
     assert last["usage"]["output_tokens"] > 0
     assert messages[-1]["node_id"] == "end" and messages[-1]["content"] == answer
     assert run.nodes["write"].usage["output_tokens"] == last["usage"]["output_tokens"]
+    # on the Coze API they are Message events, as cozepy reads them
+    coze = [serialize.coze_workflow_events("message", m, i)[0] for i, m in enumerate(from_llm)]
+    parsed = [WorkflowEventMessage.model_validate(data) for _, data in coze]
+    assert [p.node_is_finish for p in parsed] == [False] * len(pieces) + [True]
+    assert "".join(p.content for p in parsed) == answer
+    assert parsed[-1].usage is not None and parsed[-1].usage.output_count > 0
 
 
 def test_chat_history_puts_the_last_rounds_before_the_prompt(
