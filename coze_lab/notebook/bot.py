@@ -485,6 +485,7 @@ def message_info(data: Mapping[str, Any]) -> MessageInfo:
         created_at=_time(data.get("created_at")),
         updated_at=_time(data.get("updated_at")),
         reasoning_content=data.get("reasoning_content") or None,
+        usage=data.get("usage"),
     )
 
 

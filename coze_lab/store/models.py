@@ -373,6 +373,8 @@ class Message(Base):
     reasoning_content: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: the user's like or unlike of a bot's answer (Coze's message feedback)
     feedback: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    #: the tokens (and cost) a bot's answer took: token_count, input_count, output_count
+    usage: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

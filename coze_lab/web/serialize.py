@@ -373,7 +373,8 @@ def conversation(info: ConversationInfo) -> dict[str, Any]:
 
 
 def message(info: MessageInfo) -> dict[str, Any]:
-    """Coze's Message; ``feedback`` (the user's like or unlike) only when there is one."""
+    """Coze's Message; ``feedback`` (the user's like or unlike) and ``usage`` (an answer's
+    tokens and cost) only when there is one."""
     data = {
         "id": str(info.id),
         "conversation_id": str(info.conversation_id),
@@ -391,6 +392,8 @@ def message(info: MessageInfo) -> dict[str, Any]:
     }
     if info.feedback is not None:
         data["feedback"] = info.feedback
+    if info.usage is not None:
+        data["usage"] = info.usage
     return data
 
 

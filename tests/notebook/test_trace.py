@@ -144,3 +144,56 @@ def test_a_served_runs_widget_gives_its_trace(coze_studio, coze_model) -> None:
     assert frame["cost"].notna().sum() == 2
     [row] = cl.runs.table(workflow="costly").to_dict("records")
     assert row["run_id"] == widget.id and row["cost"] == widget.trace.cost
+
+
+def test_chat_answers_carry_their_usage_and_cost(coze_studio, coze_model) -> None:
+    """Per-message usage through real HTTP (the studio served on loopback): a bot's answer
+    and a chat-flow's, whose llm node streams and reads the conversation's last round."""
+    import httpx
+    from cozepy import ChatEventType, Coze, Message, TokenAuth
+
+    coze_studio.set_prices(input=1_000_000, output=2_000_000)  # a token costs 1 and 2
+    studio = coze_studio.studio
+    bot = studio.create_bot(name="priced", prompt_info={"prompt": "Be terse."},
+                            model_info_config={"model_id": "default"},
+                            suggest_reply_info={"reply_mode": "disable"})
+    coze_model.reply("three short words")
+    chat = studio.chat(bot.get("bot_id") or bot["id"])
+    try:
+        chat.send("hi").wait(60)
+        assert chat.status == "completed", chat.error
+        answer = chat.messages[-1]
+    finally:
+        chat.close()
+    usage = answer["usage"]
+    assert usage["output_count"] == 3 and usage["cost"] == usage["input_count"] + 3 * 2
+    assert [m.get("usage") for m in studio.messages(chat.conversation_id)] == [None, usage]
+
+    flow = cl.Workflow("remembering")
+    flow.inputs(USER_INPUT=str)
+    flow.llm("reply", prompt="{{start.USER_INPUT}}", stream=True, chat_history=True,
+             history_rounds=1)
+    flow.end(output="{{reply.output}}")
+    workflow_id = studio.save_workflow(flow.to_json(), publish=True)["id"]
+    coze = Coze(auth=TokenAuth(studio.token), base_url=studio.url.rstrip("/"))
+    conversation = None
+    for question, said in (("first?", "one"), ("second?", "two words"), ("third?", "ok")):
+        coze_model.reply(said)
+        events = list(coze.workflows.chat.stream(
+            workflow_id=workflow_id, conversation_id=conversation,
+            additional_messages=[Message.build_user_question_text(question)]))
+        assert events[-1].event == ChatEventType.CONVERSATION_CHAT_COMPLETED
+        conversation = events[-1].chat.conversation_id
+    sent = [(m["role"], m["content"]) for m in coze_model.requests[-1]["messages"]]
+    assert sent == [("user", "second?"), ("assistant", "two words"), ("user", "third?")]
+    assert coze_model.requests[-1]["stream"] is True
+    listed = httpx.post(
+        studio.url + "v1/conversation/message/list",
+        params={"conversation_id": conversation},
+        headers={"Authorization": f"Bearer {studio.token}"},
+        json={"order": "asc"},
+    ).json()["data"]
+    answers = [m for m in listed if m["type"] == "answer"]
+    assert [m["content"] for m in answers] == ["one", "two words", "ok"]
+    assert answers[1]["usage"]["output_count"] == 2
+    assert answers[1]["usage"]["cost"] == answers[1]["usage"]["input_count"] + 2 * 2

@@ -3,8 +3,8 @@
 The sidebar answers a pending question and streams a chat; the run widget shows a run
 started from a notebook cell and resumes it from its inline form; the Web SDK page and
 its embed script chat with a published bot using a token bound to the Web SDK connector.
-The sidebar also starts a run from a typed form, shows the run's live trace and
-continues, starts and clears chat conversations. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
+The sidebar also starts a run from a typed form, shows the run's live trace, retries
+the failed run from its failed node and continues, starts and clears chat conversations. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
 ``test_sidebar_browser.py`` (Chromium at ``/usr/bin/chromium``, the built lab extension).
 """
 
@@ -686,7 +686,24 @@ def test_a_run_form_starts_a_run_and_its_trace_follows_it(
     # The traced run is the selected one in the list.
     run = page.locator(f'[data-testid="coze-lab-run"][data-run-id="{run_id}"]')
     expect(run).to_have_class(re.compile(r"jp-mod-selected"))
+    expect(trace.get_by_test_id("coze-lab-trace-retry")).to_have_count(1)  # on `judge` only
     shot(page, "sidebar_trace_failed.png")
+
+    # Retry from the failed node: a new run whose earlier nodes keep their outputs.
+    calls = len(model.requests)
+    model.script(["a fair verdict"])
+    judge.get_by_test_id("coze-lab-trace-retry").click()
+    expect(trace).to_have_attribute("data-status", "succeeded", timeout=UI_TIMEOUT_MS)
+    retried_id = trace.get_attribute("data-run-id")
+    assert retried_id != run_id
+    expect(trace.get_by_test_id("coze-lab-trace-run")).to_contain_text(f"retry of run {run_id}")
+    expect(trace.get_by_test_id("coze-lab-trace-retry")).to_have_count(0)
+    retried = api.run_info(retried_id)
+    assert retried["retry_of"] == run_id and retried["outputs"] == {"verdict": "a fair verdict"}
+    assert len(model.requests) == calls + 1  # only `judge` called the model again
+    expect(
+        page.locator(f'[data-testid="coze-lab-run"][data-run-id="{retried_id}"]')
+    ).to_have_class(re.compile(r"jp-mod-selected"))
 
 
 def test_chat_conversations_are_picked_continued_and_cleared(

@@ -48,6 +48,11 @@ def test_streams_an_answer_keeps_the_conversation_and_clears(
     answer = chat.messages[-1]
     assert answer["role"] == "assistant" and answer["type"] == "answer"
     assert answer["content"] == "Paris is the capital of France." and not answer["streaming"]
+    # the answer's own usage, shown under it (the follow-up suggestions are the chat's)
+    assert answer["usage"]["output_count"] > 0
+    assert answer["usage"]["token_count"] == (
+        answer["usage"]["input_count"] + answer["usage"]["output_count"]
+    )
     partial = [m[-1]["content"] for m in seen if m and m[-1]["role"] == "assistant"]
     assert any(p and p != answer["content"] for p in partial), "no partial answer was pushed"
     assert chat.conversation_id and chat.chat_id
@@ -70,6 +75,7 @@ def test_streams_an_answer_keeps_the_conversation_and_clears(
     again = studio.chat(bot_id, conversation_id=conversation)
     contents = [m["content"] for m in again.messages]
     assert contents[:2] == ["Capital of France?", "Paris is the capital of France."]
+    assert again.messages[1]["usage"] == answer["usage"]  # kept with the message
     assert "Fresh start." in contents
     chat.close()
     again.close()

@@ -212,3 +212,18 @@ def test_retry_from_the_page_follows_the_new_run(studio: Studio, served) -> None
     from_page(widget, {"type": "retry"})
     assert "only a failed or canceled run" in widget.notice
     widget.close()
+
+
+def test_run_state_joins_a_streamed_message() -> None:
+    state = RunState("3")
+    piece = {"node_id": "write", "node_title": "write", "node_is_finish": False}
+    state.apply(1, "message", {**piece, "content": "Hel"})
+    shown = state.snapshot()["messages"]
+    state.apply(2, "message", {**piece, "content": "lo"})
+    state.apply(3, "message", {**piece, "content": "", "node_is_finish": True})
+    state.apply(4, "message", {"node_id": "say", "node_title": "say", "content": "Bye",
+                               "node_is_finish": True})
+    assert [(m["node_id"], m["content"]) for m in state.messages] == [
+        ("write", "Hello"), ("say", "Bye")
+    ]
+    assert shown == [{"node_id": "write", "node_title": "write", "content": "Hel"}]

@@ -89,6 +89,23 @@ def coze_usage(usage: Usage) -> dict[str, int]:
     }
 
 
+def answer_usage(usage: Usage, spec: ModelSpec) -> dict[str, Any]:
+    """An answer message's usage: Coze's chat usage fields, and ``cost`` when the model has
+    prices in the registry.
+
+    Example:
+        >>> from coze_lab.core.models.spec import ModelPrices
+        >>> spec = ModelSpec(id="m", name="m", base_url="http://x", model="m",
+        ...                  prices=ModelPrices(input=1.0, output=2.0))
+        >>> answer_usage(Usage(10, 5, 15), spec)
+        {'token_count': 15, 'output_count': 5, 'input_count': 10, 'cost': 2e-05}
+    """
+    data: dict[str, Any] = dict(coze_usage(usage))
+    if spec.prices is not None:
+        data["cost"] = spec.prices.cost(usage.to_dict())
+    return data
+
+
 class AgentRun:
     """Runs a chat from its current state to completed / failed / requires_action / canceled.
 
@@ -237,7 +254,10 @@ class AgentRun:
             self.state.round += 1
             if not calls:
                 answer: MessageInfo | None = self._row(
-                    "answer", content, message_id=self._answer_id or new_id()
+                    "answer",
+                    content,
+                    message_id=self._answer_id or new_id(),
+                    usage=answer_usage(self.state.usage, self._spec),
                 )
                 follow_ups: list[MessageInfo] = []
                 if config.suggest_reply_mode != "disable" and content.strip():
@@ -479,6 +499,7 @@ class AgentRun:
         *,
         message_id: int | None = None,
         meta: dict[str, str] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> MessageInfo:
         now = self._clock()
         return MessageInfo(
@@ -494,6 +515,7 @@ class AgentRun:
             meta_data=meta or {},
             created_at=now,
             updated_at=now,
+            usage=usage,
         )
 
     def _write(self, infos: list[MessageInfo], *, emit: bool) -> None:

@@ -30,16 +30,13 @@ from coze_lab.core.conversations import ConversationInfo, MessageInfo, NewMessag
 from coze_lab.core.conversations.service import ConversationService, new_message
 from coze_lab.core.errors import CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY, DEFAULT_HISTORY_ROUNDS
 from coze_lab.core.workflows.run_service import RunService
 from coze_lab.core.workflows.service import WorkflowService
 
 log = logging.getLogger("coze_lab.chat")
 
-USER_INPUT, CONVERSATION_NAME, CONVERSATION_HISTORY = (
-    "USER_INPUT",
-    "CONVERSATION_NAME",
-    "CONVERSATION_HISTORY",
-)
+USER_INPUT, CONVERSATION_NAME = "USER_INPUT", "CONVERSATION_NAME"
 #: how many earlier rounds ``CONVERSATION_HISTORY`` holds
 HISTORY_ROUNDS = 10
 
@@ -97,11 +94,15 @@ class ChatflowService:
             if conversation is None
             else self._waiting(owner_id, conversation, request.workflow_id, runs)
         )
+        wanted = history_rounds(spec.to_dict())  # llm nodes with chat_history
         history = (
-            self.conversations.history(conversation, rounds=HISTORY_ROUNDS)
-            if conversation is not None and CONVERSATION_HISTORY in declared and waiting is None
+            self.conversations.history(conversation, rounds=max(HISTORY_ROUNDS, wanted))
+            if conversation is not None
+            and (CONVERSATION_HISTORY in declared or wanted)
+            and waiting is None
             else []
         )
+        said = [{"role": m.role, "content": m.content} for m in history]
         text = request.messages[-1].content
         if waiting is not None:
             resumed = await runs.resume(owner_id, waiting, text, workflow_id=request.workflow_id)
@@ -111,9 +112,7 @@ class ChatflowService:
             if CONVERSATION_NAME in declared:
                 inputs[CONVERSATION_NAME] = "" if conversation is None else conversation.name
             if CONVERSATION_HISTORY in declared:
-                inputs[CONVERSATION_HISTORY] = [
-                    {"role": m.role, "content": m.content} for m in history
-                ]
+                inputs[CONVERSATION_HISTORY] = said
             run_id = await runs.start(
                 owner_id,
                 request.workflow_id,
@@ -121,6 +120,7 @@ class ChatflowService:
                 spec=spec,
                 version=version,
                 ignore_undeclared=True,
+                history=said if wanted else None,
             )
         if conversation is None:
             conversation = self.conversations.create(owner_id, connector_id)
@@ -232,6 +232,7 @@ class ChatflowService:
                 meta_data=meta,
                 created_at=now,
                 updated_at=now,
+                usage=_answer_usage(info.usage) if info.usage else None,
             )
             self.conversations.add_messages(chat.owner_id, [answer])
             channel.put(ChatEvent(ev.MESSAGE_DELTA, message=answer))
@@ -260,6 +261,25 @@ class ChatflowService:
             failed_at=now,
         )
         channel.put(ChatEvent(ev.CHAT_FAILED, chat=failed))
+
+
+def history_rounds(definition: Mapping[str, Any]) -> int:
+    """The most conversation rounds an llm node of the definition (or of a workflow one of
+    its nodes runs) reads with ``chat_history``; 0 when none does.
+
+    Example:
+        >>> history_rounds({"nodes": [{"type": "llm", "config": {"chat_history": True}}]})
+        3
+    """
+    most = 0
+    for node in definition.get("nodes", []):
+        config = node.get("config") or {}
+        if node.get("type") == "llm" and config.get("chat_history"):
+            most = max(most, int(config.get("history_rounds", DEFAULT_HISTORY_ROUNDS)))
+        inner = config.get("definition")
+        if isinstance(inner, Mapping):
+            most = max(most, history_rounds(inner))
+    return most
 
 
 def answer_text(outputs: Mapping[str, Any]) -> str:
@@ -292,3 +312,12 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
         "output_count": int(usage.get("output_tokens", 0)),
         "input_count": int(usage.get("input_tokens", 0)),
     }
+
+
+def _answer_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer message's usage: the run's tokens, and its cost when every model it called
+    has prices."""
+    data: dict[str, Any] = dict(_usage(usage))
+    if usage.get("cost") is not None:
+        data["cost"] = usage["cost"]
+    return data

@@ -56,6 +56,9 @@ class MessageInfo:
     reasoning_content: str | None = None
     #: the user's like or unlike of a bot's answer: feedback_type, reason_types, comment
     feedback: dict[str, Any] | None = None
+    #: an answer's usage: ``token_count``, ``input_count``, ``output_count`` (Coze's chat
+    #: usage fields) and ``cost`` when the model has prices
+    usage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -598,6 +601,7 @@ def message_info(row: Message) -> MessageInfo:
         updated_at=row.updated_at,
         reasoning_content=row.reasoning_content,
         feedback=row.feedback,
+        usage=row.usage,
     )
 
 
@@ -617,4 +621,5 @@ def _message_values(owner_id: int, info: MessageInfo) -> dict[str, Any]:
         "created_at": info.created_at,
         "updated_at": info.updated_at,
         "reasoning_content": info.reasoning_content,
+        "usage": info.usage,
     }

@@ -330,6 +330,24 @@ class Workflow:
             config["variables"] = variables
         return self.node("loop", node_id, inputs=node_inputs, **config, **kwargs)
 
+    def break_loop(self, node_id: str = "break", **kwargs: Any) -> str:
+        """In a loop body: end the loop when this node is reached (Coze's break node).
+
+        Example:
+            >>> body.condition("done", branches=[...])                  # doctest: +SKIP
+            >>> body.break_loop("stop", after="done:true")              # doctest: +SKIP
+        """
+        return self.node("break", node_id, **kwargs)
+
+    def continue_loop(self, node_id: str = "continue", **kwargs: Any) -> str:
+        """In a loop body: end this iteration here and go on with the next one (Coze's
+        continue node); the iteration adds nothing to ``results``.
+
+        Example:
+            >>> body.continue_loop("skip", after="odd:true")            # doctest: +SKIP
+        """
+        return self.node("continue", node_id, **kwargs)
+
     def batch(
         self,
         node_id: str,

@@ -30,6 +30,8 @@ from coze_lab.core.sandbox import Mount, Runner
 from coze_lab.core.workflows import events as ev
 from coze_lab.core.workflows.nodes import NODE_TYPES, NodeError, NodeKind, NodeResult
 from coze_lab.core.workflows.nodes.base import ChildOutcome
+from coze_lab.core.workflows.nodes.composite import CONTROL_KEY, LOOP_CONTROL
+from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY
 from coze_lab.core.workflows.run_store import (
     FINISHED,
     InterruptInfo,
@@ -175,8 +177,11 @@ class _Context:
         return dict(result.output or {})
 
     async def complete(
-        self, model: str, messages: list[dict[str, Any]], **params: Any
+        self, model: str, messages: list[dict[str, Any]], *, stream: bool = False, **params: Any
     ) -> tuple[str, dict[str, int]]:
+        """One model call; with ``stream`` its answer goes out as partial ``message`` events
+        (``node_is_finish: false``) while it arrives. Pieces that arrive while an event is
+        being written go out together in the next one (one write in flight per node)."""
         completer = self._engine.completer
         if completer is None:
             # imported here: the models package loads the openai SDK, which the engine
@@ -184,7 +189,44 @@ class _Context:
             from coze_lab.core.models.errors import NO_MODEL_CONFIGURED
 
             raise Unavailable(NO_MODEL_CONFIGURED)
-        return await completer(model, messages, **params)
+        streamer = getattr(completer, "stream", None) if stream else None
+        if streamer is None:
+            text, usage = await completer(model, messages, **params)
+            if stream and text:
+                await self.emit(text)
+            return text, usage
+        pending: list[str] = []
+        writer: asyncio.Task[None] | None = None
+
+        async def flush() -> None:
+            while pending:
+                piece = "".join(pending)
+                pending.clear()
+                await self.emit(piece)
+
+        def on_delta(piece: str) -> None:
+            nonlocal writer
+            pending.append(piece)
+            if writer is None or writer.done():
+                writer = asyncio.get_running_loop().create_task(flush())
+
+        try:
+            text, usage = await streamer(model, messages, on_delta, **params)
+        finally:
+            if writer is not None:
+                await writer
+        await flush()
+        return text, usage
+
+    def conversation_history(self) -> list[dict[str, Any]]:
+        """The conversation's earlier messages (``[{role, content}]``, oldest first) when
+        the run was started by a chat in a conversation (a chat-flow), else none."""
+        run = self._run
+        inputs = run.inputs if run.root == run.id else self._engine.store.get(
+            run.root, nodes=False
+        ).inputs
+        history = (inputs or {}).get(CONVERSATION_HISTORY)
+        return list(history) if isinstance(history, list) else []
 
     async def run_child(self, spec: WorkflowSpec, inputs: dict[str, Any], key: str) -> ChildOutcome:
         """Run ``spec`` as a child of this run under ``key``, or pick up the one there.
@@ -361,6 +403,7 @@ class Engine:
         )
         #: root run id → the sandbox owner of its code nodes (``sandbox_owner``)
         self._owners: dict[int, str] = {}
+        self._commit_locks: dict[int, asyncio.Lock] = {}
 
     def sandbox_owner(self, run: RunInfo) -> str:
         """Whose warm sandbox interpreter a run's code nodes use: the user who runs it, and
@@ -393,6 +436,7 @@ class Engine:
         notes: list[dict[str, Any]] | None = None,
         workspace: RunWorkspace | None = None,
         bot_context: dict[str, str] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
 
@@ -402,6 +446,9 @@ class Engine:
         ``seed`` already written: those nodes do not run again, their outputs are reused.
         ``bot_context`` ({bot_id, connector_id, connector_uid}) is whose variables its
         variable and assign nodes read and write.
+        ``history`` (a chat-flow's conversation, ``[{role, content}]``) is kept with the
+        run's inputs as ``CONVERSATION_HISTORY`` for llm nodes with ``chat_history``, also
+        when the start node does not declare it.
         """
         validate(spec)
         notes = list(notes or [])
@@ -419,6 +466,8 @@ class Engine:
                     }
                 )
         values = check_inputs(spec, inputs)
+        if history is not None and CONVERSATION_HISTORY not in values:
+            values[CONVERSATION_HISTORY] = history
         definition = spec.to_dict()
         run_id = await self._write(
             self.store.create,
@@ -723,6 +772,7 @@ class Engine:
         finally:
             heartbeat.cancel()
             self._seq.pop(run_id, None)
+            self._commit_locks.pop(run_id, None)
 
     def _terminal_event(
         self,
@@ -772,6 +822,9 @@ class Engine:
         }
         graph = _Graph(spec)
         running: dict[asyncio.Task[_Outcome], NodeSpec] = {}
+        control = _control(spec.nodes, records)
+        if control is not None:  # a loop body that reached break or continue before
+            return "succeeded", {CONTROL_KEY: control}, None
         try:
             # nodes the first step unlocks start after one commit of their started events
             launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
@@ -803,6 +856,9 @@ class Engine:
                 )
                 # the finished nodes' records commit before any successor starts
                 await self._commit(run.id, writes + more_writes, events + more_events, interrupts)
+                control = _control(finished, records)
+                if control is not None:  # the body's iteration ends here; the rest is dropped
+                    return "succeeded", {CONTROL_KEY: control}, None
                 self._start_tasks(run, launch, values, records, running)
         finally:
             for task in running:
@@ -882,8 +938,14 @@ class Engine:
     ) -> None:
         if not writes and not events and not interrupts:
             return
-        numbered = [(self._next_seq(run_id), event, data) for event, data in events]
-        await self._write(self.store.commit_step, run_id, writes, numbered, interrupts=interrupts)
+        # one commit of a run at a time: events are numbered and committed in order (a
+        # streaming node writes its messages beside the run's own steps)
+        lock = self._commit_locks.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            numbered = [(self._next_seq(run_id), event, data) for event, data in events]
+            await self._write(
+                self.store.commit_step, run_id, writes, numbered, interrupts=interrupts
+            )
         self._notify(run_id, numbered)
 
     def _finished(
@@ -1104,6 +1166,15 @@ def check_inputs(spec: WorkflowSpec, given: dict[str, Any]) -> dict[str, Any]:
             raise InvalidParameter(f"parameter '{name}' must be {item.type}")
         values[name] = value
     return values
+
+
+def _control(nodes: Any, records: dict[str, NodeRecord]) -> str | None:
+    """``break`` or ``continue`` when such a node of a loop body has run."""
+    for node in nodes:
+        record = records.get(node.id)
+        if node.type in LOOP_CONTROL and record is not None and record.status == "succeeded":
+            return str(node.type)
+    return None
 
 
 def _readiness(edges: list[Any], records: dict[str, NodeRecord]) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.json_input import parse_json
 from coze_lab.core.workflows.engine import Engine
+from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY
 from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
 from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, NodeWrite, RunInfo
 from coze_lab.core.workflows.service import WorkflowService
@@ -71,6 +72,7 @@ class RunService:
         at_version: int | None = None,
         workspace: Any = None,
         bot_context: dict[str, str] | None = None,
+        history: list[dict[str, Any]] | None = None,
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
@@ -82,7 +84,8 @@ class RunService:
         (a :class:`~coze_lab.core.workflows.engine.RunWorkspace`) is mounted into its code
         nodes. ``bot_context`` ({bot_id, connector_id, connector_uid}, see
         :func:`coze_lab.core.memory.variables.bot_context`) is whose bot variables its
-        variable and assign nodes read and write.
+        variable and assign nodes read and write. ``history`` is a chat-flow's conversation
+        for llm nodes with ``chat_history``.
         """
         if spec is None:
             if workflow_id is None:
@@ -99,6 +102,7 @@ class RunService:
             ignore_undeclared=ignore_undeclared,
             workspace=workspace,
             bot_context=bot_context,
+            history=history,
         )
 
     async def retry(
@@ -173,10 +177,14 @@ class RunService:
             "from_node": from_node,
             "reused": sorted(w.node_key for w in seed),
         }
+        declared = {i.name for i in spec.inputs}
+        inputs = {k: v for k, v in old.inputs.items() if k in declared}
+        history = old.inputs.get(CONVERSATION_HISTORY)
         return await self.engine.start(
             owner_id,
             spec,
-            old.inputs,
+            inputs,
+            history=history if isinstance(history, list) else None,
             workflow_id=old.workflow_id,
             version=old.version,
             retry_of=old.id,

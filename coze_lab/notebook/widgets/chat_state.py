@@ -151,6 +151,9 @@ def _shown(data: dict[str, Any], *, streaming: bool) -> dict[str, Any]:
         "content": str(data.get("content") or ""),
         "streaming": streaming,
     }
+    usage = data.get("usage")
+    if isinstance(usage, dict):  # an answer's tokens (and cost)
+        shown["usage"] = usage
     meta = data.get("meta_data") or {}
     if isinstance(meta, dict) and meta.get("execute_id"):  # a workflow tool's run
         shown["execute_id"] = str(meta["execute_id"])

@@ -34,6 +34,8 @@ class RunState:
     outputs: Any = None
     error: dict[str, Any] | None = None
     last_event: int = 0
+    #: the node whose streamed message is still growing (its last piece not yet received)
+    streaming: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -92,13 +94,19 @@ class RunState:
             node = self.nodes.get(node_id or "")
             if node and node["type"] == "end" and _is_json_object(data.get("content")):
                 return  # the end node streams the outputs as JSON: they are shown as outputs
-            self.messages.append(
-                {
-                    "node_id": node_id,
-                    "node_title": data.get("node_title") or node_id,
-                    "content": data.get("content", ""),
-                }
-            )
+            content = data.get("content", "")
+            if self.streaming is not None and self.streaming == node_id and self.messages:
+                last = self.messages[-1]  # a streaming llm node's next piece (a new dict:
+                self.messages[-1] = {**last, "content": last["content"] + content}  # traits)
+            elif content or not data.get("node_is_finish", True):
+                self.messages.append(
+                    {
+                        "node_id": node_id,
+                        "node_title": data.get("node_title") or node_id,
+                        "content": content,
+                    }
+                )
+            self.streaming = None if data.get("node_is_finish", True) else node_id
         elif event == ev.INTERRUPT:
             event_id = str(data.get("event_id"))
             self.pending[event_id] = _question(data)

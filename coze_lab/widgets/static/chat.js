@@ -116,7 +116,14 @@ function messageView(m) {
   });
   if (m.role === "assistant") bubble.innerHTML = markdown(m.content);
   else bubble.textContent = m.content;
+  if (m.usage) bubble.append(h("div", { class: "coze-chat-usage", dataset: { testid: "coze-chat-usage" } }, usageText(m.usage)));
   return bubble;
+}
+
+/** An answer's usage: "42 tokens (30 in, 12 out) · cost 0.00012". */
+function usageText(u) {
+  const cost = typeof u.cost === "number" ? ` · cost ${u.cost.toPrecision(3)}` : "";
+  return `${u.token_count || 0} tokens (${u.input_count || 0} in, ${u.output_count || 0} out)${cost}`;
 }
 
 /** A question a tool's workflow waits on: choice buttons, a form, or free text. */

@@ -37,6 +37,7 @@ interface IRun {
   inputs?: unknown;
   outputs?: unknown;
   error: { msg?: string; node_id?: string; code?: number } | null;
+  retry_of?: string | null;
   nodes: INodeRecord[];
   definition?: { nodes?: { id: string; type: string }[] };
 }
@@ -475,6 +476,24 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
     }
   }
 
+  /** Retry a failed or canceled run from `nodeId` and show the new run's trace. */
+  private async _retry(runId: string, nodeId: string, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    try {
+      const retried = await requestAPI<{ execute_id: string }>(`runs/${runId}/retry`, {
+        method: 'POST',
+        body: JSON.stringify({ from_node: nodeId })
+      });
+      this._traced = retried.execute_id;
+      this._open.clear();
+      await this.refresh(); // the list with the new run, and its trace
+      this._trace.scrollIntoView({ block: 'nearest' });
+    } catch (error) {
+      button.disabled = false;
+      showError(this._error, error);
+    }
+  }
+
   private _closeTrace(): void {
     this._traced = '';
     this._open.clear();
@@ -503,9 +522,16 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
       });
       return details;
     };
+    const stopped = run.status === 'failed' || run.status === 'canceled';
     const nodes = traceNodes(run).map(node => {
       const failed = node.status === 'failed' || node.node_id === failing;
       const error = errorMessage(node.error);
+      // a failed run retries from the node it failed on; a canceled one from what had not finished
+      const retryHere =
+        stopped &&
+        (run.status === 'failed'
+          ? node.node_id === failing
+          : !['succeeded', 'skipped'].includes(node.status));
       return h(
         'div',
         {
@@ -528,6 +554,18 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
           node.port ? ` · port ${node.port}` : ''
         ),
         error ? h('div', { class: 'jp-CozeLab-invalid', testid: 'coze-lab-trace-error' }, error) : null,
+        retryHere
+          ? h(
+              'button',
+              {
+                class: 'jp-CozeLab-button',
+                title: 'A new run: the nodes before this one keep their outputs (no model or code is called again)',
+                testid: 'coze-lab-trace-retry',
+                onclick: (event: Event) => void this._retry(run.id, node.node_id, event.target as HTMLButtonElement)
+              },
+              'Retry from here'
+            )
+          : null,
         node.inputs !== null && node.inputs !== undefined
           ? block(node.node_id, 'inputs', node.inputs)
           : null,
@@ -551,7 +589,11 @@ export class RunsPanel extends Widget implements ICozeLabPanel {
           'Close'
         )
       ),
-      h('div', { class: 'jp-CozeLab-detail' }, `run ${run.id} · started ${clock(run.created_at)}`),
+      h(
+        'div',
+        { class: 'jp-CozeLab-detail', testid: 'coze-lab-trace-run' },
+        `run ${run.id} · started ${clock(run.created_at)}${run.retry_of ? ` · retry of run ${run.retry_of}` : ''}`
+      ),
       run.status === 'failed' && run.error
         ? h(
             'div',

@@ -133,3 +133,39 @@ def reviewing_start(items: list):
 reviewing.loop("each", body=confirm, over="{{reviewing_start.items}}")
 reviewing.end(results="{{each.results}}")
 REVIEWING = reviewing
+
+# ---- a loop body with continue (the item 3) and break (a negative item) --------------------------
+pick = cl.Workflow("pick")
+
+
+@pick.start
+def pick_start(item: int, total: int):
+    """One number."""
+
+
+pick.condition("route", branches=[
+    {"port": "stop", "when": [{"left": "{{pick_start.item}}", "op": "<", "right": 0}]},
+    {"port": "three", "when": [{"left": "{{pick_start.item}}", "op": "==", "right": 3}]},
+])
+pick.break_loop("stop", after="route:stop")
+pick.continue_loop("skip", after="route:three")
+
+
+@pick.code(after="route:else")
+def keep(item: int, total: int) -> dict:
+    return {"total": total + item}
+
+
+pick.end(item="{{pick_start.item}}", total="{{keep.total}}")
+
+picking = cl.Workflow("picking")
+
+
+@picking.start
+def picking_start(numbers: list):
+    """Numbers."""
+
+
+picking.loop("each", body=pick, over="{{picking_start.numbers}}", variables={"total": 0})
+picking.end(results="{{each.results}}", total="{{each.total}}", count="{{each.count}}")
+PICKING = picking

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
+import coze_lab as cl
+from coze_lab.core.workflows.spec import WorkflowDefinitionError
 from coze_lab.notebook.in_process import InProcessHost
 from coze_lab.store.models import WorkflowRun
-from tests.core.workflows.composites import BATCHED, COUNTED, OUTER, REVIEWING, SUMMING
+from tests.core.workflows.composites import (
+    BATCHED,
+    COUNTED,
+    OUTER,
+    PICKING,
+    REVIEWING,
+    SUMMING,
+    pick,
+)
 
 
 def child_runs(host: InProcessHost, root: int) -> int:
@@ -42,6 +53,18 @@ def test_counted_loop_stops_at_break(host: InProcessHost) -> None:
     assert run.status == "succeeded", run.error
     assert run.outputs["count"] == 3
     assert [r["i"] for r in run.outputs["results"]] == [0, 1, 2]
+
+
+def test_loop_body_continue_and_break_nodes(host: InProcessHost) -> None:
+    run = host.run(PICKING.validate(), {"numbers": [2, 3, 4, -1, 6]})
+    assert run.status == "succeeded", run.error
+    assert run.outputs["results"] == [{"item": 2, "total": 2}, {"item": 4, "total": 6}]
+    assert run.outputs["total"] == 6 and run.outputs["count"] == 2
+    assert child_runs(host, run.id) == 4  # nothing ran after the break
+    wrong = cl.Workflow("wrong")
+    wrong.inputs(numbers=list)
+    with pytest.raises(WorkflowDefinitionError, match="belongs in a loop body"):
+        wrong.batch("each", body=pick, over="{{start.numbers}}")
 
 
 def test_batch_keeps_order_and_passes_extra_inputs(host: InProcessHost) -> None:

@@ -18,7 +18,12 @@ from coze_lab.core.workflows.nodes.basic import (
     VariableNode,
 )
 from coze_lab.core.workflows.nodes.code import CodeNode
-from coze_lab.core.workflows.nodes.composite import BatchNode, LoopNode, SubworkflowNode
+from coze_lab.core.workflows.nodes.composite import (
+    BatchNode,
+    LoopControlNode,
+    LoopNode,
+    SubworkflowNode,
+)
 from coze_lab.core.workflows.nodes.condition import ConditionNode
 from coze_lab.core.workflows.nodes.database import DatabaseNode
 from coze_lab.core.workflows.nodes.http import HttpNode
@@ -50,6 +55,8 @@ NODE_TYPES: dict[str, NodeKind] = {
         VariableNode(),
         PluginNode(),
         DatabaseNode(),
+        LoopControlNode("break"),
+        LoopControlNode("continue"),
     )
 }
 

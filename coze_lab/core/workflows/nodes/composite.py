@@ -37,6 +37,37 @@ def inner_spec(node: NodeSpec) -> WorkflowSpec:
 
 #: node types that run another workflow (``config.definition``)
 COMPOSITE_TYPES = ("subworkflow", "loop", "batch")
+#: node types that end a loop body's iteration early (Coze's break and continue nodes)
+LOOP_CONTROL = ("break", "continue")
+#: the output key a body run that reached a loop-control node reports it under
+CONTROL_KEY = "__loop__"
+
+
+class LoopControlNode(NodeKind):
+    """``break`` ends the loop, ``continue`` goes on with the next iteration: either stops
+    the body's run where it is reached (no end node needed on that branch). That iteration
+    adds nothing to ``results`` and leaves the loop variables as they were.
+
+    Example:
+        >>> body.node("continue", "skip", after="odd:true")  # doctest: +SKIP
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.type = kind
+
+    def outputs(self, node: NodeSpec) -> dict[str, str]:
+        return {}
+
+    async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
+        return NodeResult({})
+
+
+def _no_loop_control(spec: WorkflowSpec, node: NodeSpec) -> None:
+    for inner in spec.nodes:
+        if inner.type in LOOP_CONTROL:
+            raise WorkflowDefinitionError(
+                f"a {inner.type} node belongs in a loop body, not in a {node.type}", node.id
+            )
 
 
 def _end_outputs(node: NodeSpec) -> dict[str, str]:
@@ -69,7 +100,7 @@ class SubworkflowNode(NodeKind):
         return _end_outputs(node)
 
     def check(self, node: NodeSpec) -> None:
-        inner_spec(node)
+        _no_loop_control(inner_spec(node), node)
 
     async def run(self, ctx: NodeContext, node: NodeSpec, inputs: dict[str, Any]) -> NodeResult:
         spec = inner_spec(node)
@@ -84,7 +115,9 @@ class LoopNode(NodeKind):
 
     The body's start inputs may be ``item``, ``index``, the loop ``variables`` and any of
     the node's other inputs. Body end outputs named like a variable update it for the next
-    iteration; an end output ``break`` that is true ends the loop after that iteration.
+    iteration; an end output ``break`` that is true ends the loop after that iteration. A
+    ``break`` or ``continue`` node reached in the body ends its iteration there (see
+    ``LoopControlNode``).
     Outputs: ``results`` (each iteration's end outputs), ``count`` and the variables.
     """
 
@@ -132,6 +165,11 @@ class LoopNode(NodeKind):
             result = _result(outcome, f"iteration {index}")
             if isinstance(result, NodeResult):
                 return result  # earlier iterations stay done; this one waits for a person
+            control = result.get(CONTROL_KEY)
+            if control == "break":
+                break
+            if control == "continue":
+                continue
             variables.update({k: result[k] for k in variables if k in result})
             results.append(result)
             if result.get("break"):
@@ -150,6 +188,7 @@ class BatchNode(NodeKind):
 
     def check(self, node: NodeSpec) -> None:
         spec = inner_spec(node)
+        _no_loop_control(spec, node)
         if "over" not in node.inputs:
             raise WorkflowDefinitionError("batch needs inputs={'over': ...}", node.id)
         concurrency = node.config.get("concurrency", 4)
