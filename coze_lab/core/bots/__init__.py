@@ -8,7 +8,14 @@ Example:
 
 from __future__ import annotations
 
-from coze_lab.core.bots.config import BotConfig, BotEdit, ClientFunction, PluginTool, Variable
+from coze_lab.core.bots.config import (
+    BotConfig,
+    BotEdit,
+    ClientFunction,
+    McpServerRef,
+    PluginTool,
+    Variable,
+)
 from coze_lab.core.bots.service import BotInfo, BotService, ResolvedBot
 
 __all__ = [
@@ -17,6 +24,7 @@ __all__ = [
     "BotInfo",
     "BotService",
     "ClientFunction",
+    "McpServerRef",
     "PluginTool",
     "ResolvedBot",
     "Variable",

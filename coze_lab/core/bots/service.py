@@ -21,6 +21,7 @@ from coze_lab.store.models import (
     BotConnector,
     BotRecord,
     BotVersion,
+    McpServer,
     PluginRecord,
     PluginTool,
     WorkflowRecord,
@@ -374,6 +375,20 @@ class BotService:
                 named = ", ".join(f"plugin_id {t.plugin_id} api_id {t.tool_id}" for t in unknown)
                 raise InvalidParameter(
                     f"plugin_id_list: no such plugin tool in the bot's space: {named}"
+                )
+        if config.mcp_servers:
+            ids = [m.server_id for m in config.mcp_servers]
+            known = set(
+                session.scalars(
+                    select(McpServer.id).where(
+                        McpServer.space_id == space_id, McpServer.id.in_(ids)
+                    )
+                )
+            )
+            missing = [str(i) for i in ids if i not in known]
+            if missing:
+                raise InvalidParameter(
+                    f"mcp_servers: no such MCP server in the bot's space: {', '.join(missing)}"
                 )
         if not config.workflow_ids:
             return

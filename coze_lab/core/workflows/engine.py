@@ -259,6 +259,12 @@ class _Context:
             trace={"run_id": str(self._run.id), "node_id": self._node.id},
         )
 
+    async def call_mcp(self, server_id: int, tool: str, arguments: dict[str, Any]) -> Any:
+        """A tool of an MCP server called as the run's owner (an ``McpResult``)."""
+        if self._engine.mcp is None:
+            raise Unavailable("MCP is not configured in this engine")
+        return await self._engine.mcp().call(self._run.owner_id, server_id, tool, arguments)
+
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
@@ -290,6 +296,7 @@ class Engine:
         completer: Completer | None = None,
         http_policy: OutboundPolicy | None = None,
         plugins: Callable[[], Any] | None = None,
+        mcp: Callable[[], Any] | None = None,
         tables: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
@@ -304,6 +311,7 @@ class Engine:
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
         self.plugins = plugins
+        self.mcp = mcp
         self.tables = tables
         self.clock = clock
         self.settings = settings or EngineSettings()
