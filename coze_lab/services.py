@@ -23,7 +23,7 @@ from coze_lab.store import Database
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
     from coze_lab.core.chat.flow import ChatflowService
-    from coze_lab.core.mcp import McpService
+    from coze_lab.core.mcp.service import McpService
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
     from coze_lab.core.plugins import PluginService
@@ -212,7 +212,8 @@ class Runtime:
     def mcp(self) -> McpService:
         """MCP servers of the spaces, as tools (stdio processes made on demand, per loop)."""
         if self._mcp is None:
-            from coze_lab.core.mcp import McpService, McpSettings
+            from coze_lab.core.mcp.client import McpSettings
+            from coze_lab.core.mcp.service import McpService
 
             config = self.config
             self._mcp = McpService(

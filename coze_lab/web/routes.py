@@ -61,6 +61,12 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
+from coze_lab.web.handlers.mcp import (
+    McpCredentialsHandler,
+    McpServerHandler,
+    McpServersHandler,
+    McpToolsHandler,
+)
 from coze_lab.web.handlers.meta import LivenessHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
     OAuthCallbackHandler,
@@ -1726,6 +1732,87 @@ ROUTES: tuple[Route, ...] = (
                     "properties": {"arguments": s.OBJ, "scene": {"enum": ["draft", "online"]}},
                 },
             ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers",
+        McpServersHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A space's MCP servers (default: personal)",
+                "mcp",
+                query=s.SPACE_Q,
+                data={
+                    "type": "object",
+                    "properties": {"servers": {"type": "array", "items": s.MCP_SERVER}},
+                },
+            ),
+            Op(
+                "post",
+                "Add an MCP server: a stdio command or a streamable-HTTP URL",
+                "mcp",
+                query=s.SPACE_Q,
+                data=s.MCP_SERVER,
+                body=s.MCP_SERVER_BODY,
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}",
+        McpServerHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "An MCP server (the names of its env, never the values)",
+                "mcp",
+                data=s.MCP_SERVER,
+            ),
+            Op("delete", "Delete an MCP server", "mcp"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}/tools",
+        McpToolsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The server's tools (starts a stdio server; asks an HTTP one with your headers)",
+                "mcp",
+                data={
+                    "type": "object",
+                    "properties": {"tools": {"type": "array", "items": s.MCP_TOOL}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}/credentials",
+        McpCredentialsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "put",
+                "Store your headers for an HTTP server (encrypted; never returned)",
+                "mcp",
+                body={
+                    "type": "object",
+                    "required": ["headers"],
+                    "properties": {
+                        "headers": {
+                            "type": "object",
+                            "minProperties": 1,
+                            "maxProperties": 32,
+                            "additionalProperties": {"type": "string", "maxLength": 8192},
+                        }
+                    },
+                },
+            ),
+            Op("delete", "Forget your headers for the server", "mcp"),
         ),
     ),
     # ---- public ------------------------------------------------------------

@@ -491,3 +491,44 @@ FILE_EVENT = {
         "created_at": {"type": "integer"},
     },
 }
+
+MCP_SERVER = {
+    "type": "object",
+    "properties": {
+        "id": ID,
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "transport": {"enum": ["stdio", "http"]},
+        "command": {"type": ["string", "null"]},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "url": {"type": ["string", "null"]},
+        "env": {"type": "array", "items": {"type": "string"}},
+        "has_credentials": {"type": "boolean"},
+        "space_id": ID,
+        "owner_id": ID,
+        "created_at": {"type": "integer"},
+        "updated_at": {"type": "integer"},
+    },
+    "required": ["id", "name", "transport"],
+}
+MCP_SERVER_BODY = {
+    "type": "object",
+    "description": "`command` (+ `args`, `env`: a stdio server) or `url` (streamable HTTP)",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"},
+        "description": {"type": "string", "maxLength": 2000},
+        "command": {"type": "string", "minLength": 1, "maxLength": 1024},
+        "args": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "url": {"type": "string", "pattern": "^https?://[^/?#]+"},
+    },
+}
+MCP_TOOL = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "input_schema": OBJ,
+    },
+}
