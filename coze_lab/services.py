@@ -106,6 +106,7 @@ class Runtime:
         self._completer: RegistryCompleter | None = None
         self._plugins: PluginService | None = None
         self._mcp: McpService | None = None
+        self._mcp_endpoint: Any = None
         self._secrets: Any = None
         #: where users reach this server (OAuth callbacks): the configured public_url, else
         #: what the front door knows from its own configuration (never a request header)
@@ -230,6 +231,17 @@ class Runtime:
                 clock=self.clock,
             )
         return self._mcp
+
+    @property
+    def mcp_endpoint(self) -> Any:
+        """coze_lab as an MCP server (``/coze_lab/mcp``): published workflows and bots."""
+        if self._mcp_endpoint is None:
+            from coze_lab.core.mcp.serving import McpEndpoint
+
+            self._mcp_endpoint = McpEndpoint(
+                self.db, workflows=self.workflows, runs=lambda: self.runs, chats=lambda: self.chats
+            )
+        return self._mcp_endpoint
 
     @property
     def engine(self) -> Engine:

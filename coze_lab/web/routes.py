@@ -63,6 +63,7 @@ from coze_lab.web.handlers.conversations import (
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
 from coze_lab.web.handlers.mcp import (
     McpCredentialsHandler,
+    McpEndpointHandler,
     McpServerHandler,
     McpServersHandler,
     McpToolsHandler,
@@ -1877,6 +1878,9 @@ SERVICE_ROOT = Route(
     STUDIO,
     ops=(Op("get", "Who you are and where the API lives (coze-lab serve)", "meta"),),
 )
+#: coze_lab as an MCP server (JSON-RPC over streamable HTTP, described by the MCP
+#: specification, not by openapi.json); personal access tokens, in both servers
+MCP_ENDPOINT = Route("/coze_lab/mcp", McpEndpointHandler, PUBLIC)
 TornadoRoute = tuple[str, type[web.RequestHandler]]
 
 
@@ -1913,6 +1917,7 @@ def jupyter_routes() -> list[TornadoRoute]:
             routes.append((r"/coze_lab" + route.pattern, bind(route, JupyterCozeApiBase)))
         else:
             routes.append((route.pattern, bind(route, JupyterCozeApiBase)))
+    routes.append((MCP_ENDPOINT.pattern, bind(MCP_ENDPOINT, JupyterCozeApiBase)))
     routes.append((r"/coze_lab/.*", bind(NotFoundHandler, JupyterCozeApiBase)))
     return routes
 
@@ -1929,6 +1934,7 @@ def standalone_routes() -> list[TornadoRoute]:
             routes.append((r"/coze_lab" + route.pattern, bound))
         else:
             routes.append((route.pattern, bound))
+    routes.append((MCP_ENDPOINT.pattern, bind(MCP_ENDPOINT, StandaloneBase)))
     routes.append((r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)))
     routes.append((LIVENESS.pattern, bind(LIVENESS, StandaloneBase)))
     routes.append((SERVICE_ROOT.pattern, bind(SERVICE_ROOT, StandaloneBase)))

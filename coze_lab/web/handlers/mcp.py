@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from coze_lab.core import connectors
+from coze_lab.core.errors import InvalidParameter
 from coze_lab.core.ids import parse_id
+from coze_lab.core.json_input import parse_json
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
+from coze_lab.web.envelope import error_body
 
 
 class McpArea(CozeHandler):
@@ -60,3 +67,52 @@ class McpCredentialsHandler(McpArea):
         user = self.studio_user()
         self.runtime.mcp.clear_credentials(user.id, parse_id(server_id, "server_id"))
         self.reply(None)
+
+
+class McpEndpointHandler(CozeHandler):
+    """``/coze_lab/mcp``: coze_lab as an MCP server (streamable HTTP, JSON answers, no
+    session), authenticated by ``Authorization: Bearer <personal access token>``. Every
+    failure is a JSON-RPC error body, so MCP clients can tell why."""
+
+    def check_xsrf_cookie(self) -> None:
+        """Only a bearer token authenticates here (never a cookie): nothing to forge."""
+
+    async def post(self) -> None:
+        from coze_lab.core.mcp.serving import Caller
+
+        principal = self.principal()
+        caller = Caller(
+            principal.user_id,
+            principal.scopes,
+            principal.connector_id or connectors.API,
+        )
+        try:
+            body = parse_json(bytes(self._received or b""))
+        except InvalidParameter as exc:
+            self.set_status(400)
+            self._rpc_error(-32700, f"Parse error: {exc.msg}")
+            return
+        answer = await self.runtime.mcp_endpoint.handle(caller, body)
+        if answer is None:
+            self.set_status(202)
+            self.finish()
+            return
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(answer))
+
+    def _rpc_error(self, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc_info = kwargs.get("exc_info")
+        exc = exc_info[1] if exc_info else None
+        if status_code == 401:
+            self.set_header("WWW-Authenticate", 'Bearer realm="coze_lab"')
+        if status_code == 405:
+            self.set_header("Allow", "POST")
+        body = error_body(status_code, exc, self._reason)
+        self._rpc_error(-32001 if status_code in (401, 403) else -32600, body["msg"], body)
