@@ -60,9 +60,10 @@ async def test_a_stdio_server_is_started_on_demand_with_only_its_own_environment
         for tool, args in (("add", {"a": "two"}), ("fail", {"message": "no"}), ("nope", {})):
             result = await mcp.call(alice, server.id, tool, args)
             assert not result.ok, (tool, result)
-        assert "a\n  Input should be a valid integer" in (
-            await mcp.call(alice, server.id, "add", {"a": "two", "b": 1})
-        ).output
+        assert (
+            "a\n  Input should be a valid integer"
+            in (await mcp.call(alice, server.id, "add", {"a": "two", "b": 1})).output
+        )
         long = await mcp.call(alice, server.id, "shout", {"text": "ab", "times": 30_000})
         assert long.output.endswith("…[truncated]") and len(long.output) < 20_100
         # another user's ids read as unknown
@@ -86,9 +87,13 @@ async def test_stdio_commands_must_be_allowed_and_a_hanging_call_times_out(
     off = McpService(runtime.db, secrets=runtime.secrets, policy=OutboundPolicy())
     with pytest.raises(PermissionDenied, match="mcp_stdio_commands"):
         off.add(alice, stdio_server())
-    for bad in ({"name": "x"}, {"name": "1x", "command": "a"},
-                {"name": "x", "command": "a", "url": "http://h/mcp"},
-                {"name": "x", "url": "ftp://h"}, {"name": "x", "command": "a", "env": {"A": 1}}):
+    for bad in (
+        {"name": "x"},
+        {"name": "1x", "command": "a"},
+        {"name": "x", "command": "a", "url": "http://h/mcp"},
+        {"name": "x", "url": "ftp://h"},
+        {"name": "x", "command": "a", "env": {"A": 1}},
+    ):
         with pytest.raises(InvalidParameter):
             off.add(alice, bad)
     mcp = service(runtime, tmp_path, timeout_s=1.0)
