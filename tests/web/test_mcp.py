@@ -235,7 +235,7 @@ async def test_the_mcp_sdk_client_lists_and_calls_published_workflows_and_bots(s
             await other.call_tool("add_numbers", {"a": 1, "b": 2})
 
     for token in (None, "pat_" + "z" * 43):
-        with pytest.raises(Exception) as refused:  # noqa: PT011 (the SDK raises a group)
+        with pytest.raises(Exception) as refused:  # the SDK raises a group
             async with mcp_client(url, token, mode="legacy"):
                 pass
         assert "token" in first_mcp_error(refused.value).error.message.lower()
