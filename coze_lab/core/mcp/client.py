@@ -52,7 +52,7 @@ class McpSettings:
 class McpUnreachable(CozeLabError):
     """The server could not be started or reached, or did not answer in time."""
 
-    code, status = 5030, 502
+    code, status = 5040, 502
 
 
 def check_command(command: str, settings: McpSettings) -> None:
