@@ -483,7 +483,7 @@ def _mcp_servers(raw: Any) -> tuple[McpServerRef, ...]:
     for i, item in enumerate(items):
         where = f"mcp_servers[{i}]"
         server_id = parse_id(_field(item, "server_id", where), f"{where}.server_id")
-        tools = item.get("tools") or []
+        tools = item.get("tools", [])
         if (
             not _str_list(tools)
             or len(tools) > MAX_MCP_TOOLS

@@ -1804,12 +1804,7 @@ ROUTES: tuple[Route, ...] = (
                     "type": "object",
                     "required": ["headers"],
                     "properties": {
-                        "headers": {
-                            "type": "object",
-                            "minProperties": 1,
-                            "maxProperties": 32,
-                            "additionalProperties": {"type": "string", "maxLength": 8192},
-                        }
+                        "headers": s.MCP_HEADERS,
                     },
                 },
             ),

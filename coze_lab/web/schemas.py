@@ -368,6 +368,24 @@ BOT_BODY = {
             "type": "boolean",
             "description": "list_files, read_file and write_file on the session's workspace",
         },
+        "mcp_servers": {
+            "type": "array",
+            "maxItems": 16,
+            "description": "MCP servers of the bot's space, each once; tools: the ones the "
+            "model may call (all when left out)",
+            "items": {
+                "type": "object",
+                "required": ["server_id"],
+                "properties": {
+                    "server_id": {"type": ["string", "integer"]},
+                    "tools": {
+                        "type": "array",
+                        "maxItems": 64,
+                        "items": {"type": "string", "minLength": 1, "maxLength": 128},
+                    },
+                },
+            },
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -511,18 +529,58 @@ MCP_SERVER = {
     },
     "required": ["id", "name", "transport"],
 }
+_MCP_COMMON = {
+    "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"},
+    "description": {"type": "string", "maxLength": 2000},
+}
+#: an env value or a header value: one line of text
+_LINE = {"type": "string", "maxLength": 8192, "pattern": "^[^\\r\\n]*$"}
 MCP_SERVER_BODY = {
-    "type": "object",
     "description": "`command` (+ `args`, `env`: a stdio server) or `url` (streamable HTTP)",
-    "required": ["name"],
-    "properties": {
-        "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"},
-        "description": {"type": "string", "maxLength": 2000},
-        "command": {"type": "string", "minLength": 1, "maxLength": 1024},
-        "args": {"type": "array", "maxItems": 64, "items": {"type": "string"}},
-        "env": {"type": "object", "additionalProperties": {"type": "string"}},
-        "url": {"type": "string", "pattern": "^https?://[^/?#]+"},
-    },
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["name", "command"],
+            "properties": {
+                **_MCP_COMMON,
+                "command": {"type": "string", "maxLength": 1024, "pattern": "\\S"},
+                "args": {
+                    "type": "array",
+                    "maxItems": 64,
+                    "items": {"type": "string", "maxLength": 8192},
+                },
+                "env": {
+                    "type": "object",
+                    "maxProperties": 64,
+                    "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
+                    "additionalProperties": _LINE,
+                },
+            },
+            "not": {"required": ["url"]},
+        },
+        {
+            "type": "object",
+            "required": ["name", "url"],
+            "properties": {
+                **_MCP_COMMON,
+                "url": {
+                    "type": "string",
+                    "maxLength": 2048,
+                    "pattern": "^https?://[A-Za-z0-9.-]+(:[0-9]{1,4})?(/[^\\s]*)?$",
+                },
+            },
+            "not": {
+                "anyOf": [{"required": ["command"]}, {"required": ["args"]}, {"required": ["env"]}]
+            },
+        },
+    ],
+}
+MCP_HEADERS = {
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": 32,
+    "propertyNames": {"pattern": "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"},
+    "additionalProperties": _LINE,
 }
 MCP_TOOL = {
     "type": "object",

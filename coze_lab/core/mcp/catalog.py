@@ -24,6 +24,8 @@ STDIO, HTTP = "stdio", "http"
 MAX_ARGS, MAX_ENV, MAX_HEADERS, MAX_VALUE_CHARS = 64, 64, 32, 8192
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_BREAK = re.compile(r"[\r\n]")
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,4})?(/\S*)?$")
 _HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
 
 
@@ -86,33 +88,34 @@ def server_spec(body: Mapping[str, Any]) -> McpServerSpec:
         'http'
     """
     name = body.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidParameter("name must be 1-64 letters, digits, _ or -, starting with a letter")
-    description = body.get("description") or ""
+    description = body.get("description", "")
     if not isinstance(description, str) or len(description) > 2000:
         raise InvalidParameter("description must be a string of at most 2000 characters")
     command, url = body.get("command"), body.get("url")
-    if (command is None) == (url is None):
+    if ("command" in body) == ("url" in body):
         raise InvalidParameter("give either command (a stdio server) or url (an HTTP server)")
-    if url is not None:
-        if not isinstance(url, str) or len(url) > 2048:
-            raise InvalidParameter("url must be a string of at most 2048 characters")
-        parsed = httpx.URL(url) if url.startswith(("http://", "https://")) else None
-        if parsed is None or not parsed.host:
-            raise InvalidParameter("url must be an http(s) URL")
-        if body.get("args") or body.get("env"):
+    if "url" in body:
+        if "args" in body or "env" in body:
             raise InvalidParameter("args and env are for stdio servers (command)")
+        if not isinstance(url, str) or len(url) > 2048 or not _URL.fullmatch(url):
+            raise InvalidParameter("url must be an http(s) URL of at most 2048 characters")
+        try:
+            httpx.URL(url)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise InvalidParameter(f"url is not a valid URL: {exc}") from exc
         return McpServerSpec(name, HTTP, description, url=url)
     if not isinstance(command, str) or not command.strip() or len(command) > 1024:
         raise InvalidParameter("command must be a non-empty string of at most 1024 characters")
-    args = body.get("args") or []
+    args = body.get("args", [])
     if (
         not isinstance(args, list)
         or len(args) > MAX_ARGS
         or not all(isinstance(a, str) and len(a) <= MAX_VALUE_CHARS for a in args)
     ):
         raise InvalidParameter(f"args must be a list of at most {MAX_ARGS} strings")
-    env = _strings(body.get("env") or {}, "env", _ENV_NAME, MAX_ENV)
+    env = _strings(body.get("env", {}), "env", _ENV_NAME, MAX_ENV)
     return McpServerSpec(name, STDIO, description, command=command, args=tuple(args), env=env)
 
 
@@ -127,9 +130,9 @@ def _strings(
     if not isinstance(raw, dict) or len(raw) > most or (required and not raw):
         raise InvalidParameter(f"{what} must be an object of at most {most} names → text")
     for key, value in raw.items():
-        if not pattern.match(key):
+        if not isinstance(key, str) or not pattern.fullmatch(key):
             raise InvalidParameter(f"{what}: '{key[:40]}' is not a valid name")
-        if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS or "\n" in value:
+        if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS or _BREAK.search(value):
             raise InvalidParameter(f"{what}.{key} must be a one-line string")
     return dict(raw)
 
