@@ -136,3 +136,14 @@ async def test_an_http_server_is_reached_through_the_guard_with_the_users_header
         mcp.delete(alice, server.id)
         with pytest.raises(NotFound):
             await mcp.call(alice, server.id, "add", {"a": 1, "b": 2})
+
+
+def test_the_mcp_node_needs_a_server_id_and_a_tool() -> None:
+    from coze_lab.core.workflows.nodes import NODE_TYPES
+    from coze_lab.core.workflows.spec import NodeSpec, WorkflowDefinitionError
+
+    node = NODE_TYPES["mcp"]
+    node.check(NodeSpec(id="n", type="mcp", config={"server_id": "7", "tool": "add"}))
+    for config in ({"tool": "add"}, {"server_id": "x", "tool": "add"}, {"server_id": "7"}):
+        with pytest.raises(WorkflowDefinitionError):
+            node.check(NodeSpec(id="n", type="mcp", config=config))
