@@ -529,6 +529,7 @@ MCP_SERVER = {
     },
     "required": ["id", "name", "transport"],
 }
+_PORT = "(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
 _MCP_COMMON = {
     "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"},
     "description": {"type": "string", "maxLength": 2000},
@@ -566,7 +567,9 @@ MCP_SERVER_BODY = {
                 "url": {
                     "type": "string",
                     "maxLength": 2048,
-                    "pattern": "^https?://[A-Za-z0-9.-]+(:[0-9]{1,4})?(/[^\\s]*)?$",
+                    "pattern": "^https?://[A-Za-z0-9.-]+"
+                    + _PORT
+                    + "(/[^\\s\\u0000-\\u001f\\u007f]*)?$",
                 },
             },
             "not": {

@@ -25,7 +25,8 @@ MAX_ARGS, MAX_ENV, MAX_HEADERS, MAX_VALUE_CHARS = 64, 64, 32, 8192
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _BREAK = re.compile(r"[\r\n]")
-_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,4})?(/\S*)?$")
+_PORT = r"(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+" + _PORT + r"(/[^\s\u0000-\u001f\u007f]*)?$")
 _HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
 
 
