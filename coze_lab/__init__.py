@@ -28,7 +28,7 @@ _LAZY = {
     "connect": "coze_lab.notebook.connect",
 }
 #: modules that are public names of the package (``cl.runs.pending()``)
-_LAZY_MODULES = {"runs": "coze_lab.notebook.runs"}
+_LAZY_MODULES = {"runs": "coze_lab.notebook.runs", "mcp": "coze_lab.notebook.mcp"}
 
 __all__ = [
     "Bot",
@@ -38,6 +38,7 @@ __all__ = [
     "WorkflowDefinitionError",
     "__version__",
     "connect",
+    "mcp",
     "runs",
 ]
 

@@ -44,6 +44,7 @@ class Bot:
         variables: Mapping[str, str] | None = None,
         workflows: Sequence[Workflow | str | int] = (),
         functions: Sequence[Mapping[str, Any]] = (),
+        mcp_servers: Sequence[Any] = (),
         history_rounds: int = 10,
         studio: StudioClient | None = None,
         host: Any = None,
@@ -57,6 +58,9 @@ class Bot:
         self.variables = dict(variables or {})
         self.workflows = list(workflows)
         self.functions = [dict(f) for f in functions]
+        #: MCP servers whose tools the model may call: a server (``cl.mcp.add(...)``), its
+        #: id, or ``(server, ["tool", ...])`` for some of its tools
+        self.mcp_servers = list(mcp_servers)
         self.history_rounds = history_rounds
         #: the transport: ``studio``, an in-process host's (tests), or ``cl.connect()``'s
         self._studio = studio if studio is not None else None if host is None else host.studio
@@ -155,6 +159,7 @@ class Bot:
             "variables": [{"keyword": k, "default_value": v} for k, v in self.variables.items()],
             "workflow_id_list": {"ids": [{"id": self._workflow_id(w)} for w in self.workflows]},
             "functions": self.functions,
+            "mcp_servers": [_mcp_server(m) for m in self.mcp_servers],
         }
 
     def _workflow_id(self, workflow: Workflow | str | int) -> str:
@@ -339,3 +344,12 @@ def message_info(data: Mapping[str, Any]) -> MessageInfo:
 
 def _time(unix: Any) -> datetime:
     return datetime.fromtimestamp(int(unix or 0), timezone.utc)
+
+
+def _mcp_server(entry: Any) -> dict[str, Any]:
+    """A bot's ``mcp_servers`` item from a server, its id, or ``(server, tools)``."""
+    server, tools = entry if isinstance(entry, tuple) else (entry, None)
+    item: dict[str, Any] = {"server_id": str(getattr(server, "id", server))}
+    if tools is not None:
+        item["tools"] = list(tools)
+    return item
