@@ -25,6 +25,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from coze_lab.core.errors import CozeLabError, InvalidParameter, PermissionDenied, Unavailable
 from coze_lab.core.mcp.catalog import HTTP, Endpoint
@@ -187,7 +188,12 @@ class McpConnections:
             worker = None
         if worker is None:
             worker = self._workers[key] = _StdioWorker(endpoint, self.settings)
-        return await worker.call(job)
+        try:
+            return await worker.call(job)
+        except (CozeLabError, MCPError):
+            raise
+        except Exception as exc:  # what the SDK raises for a server that misbehaves
+            raise McpUnreachable(f"the MCP server {endpoint.name} failed: {_reason(exc)}") from exc
 
     async def _http(self, endpoint: Endpoint, job: Job[T]) -> T:
         settings = self.settings
@@ -207,11 +213,12 @@ class McpConnections:
                     return await job(client)
         except TimeoutError as exc:
             raise _timed_out(endpoint, settings) from exc
-        except CozeLabError:
-            raise
         except Exception as exc:
+            cause = _leaf(exc)  # the SDK's task groups wrap what went wrong
+            if isinstance(cause, CozeLabError | MCPError):
+                raise cause from exc
             raise McpUnreachable(
-                f"cannot reach the MCP server {endpoint.name}: {_reason(exc)}"
+                f"cannot reach the MCP server {endpoint.name}: {_reason(cause)}"
             ) from exc
 
     def running(self) -> int:
@@ -226,11 +233,15 @@ class McpConnections:
         await asyncio.gather(*(w.task for w in workers), return_exceptions=True)
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups."""
+    inner = getattr(exc, "exceptions", None)
+    return _leaf(inner[0]) if inner else exc
+
+
 def _reason(exc: BaseException) -> str:
     """The first cause worth telling in an exception group (anyio wraps the transport's)."""
-    inner = getattr(exc, "exceptions", None)  # an exception group
-    if inner:
-        return _reason(inner[0])
+    exc = _leaf(exc)
     if isinstance(exc, CozeLabError):
         return exc.msg
     return str(exc) or type(exc).__name__

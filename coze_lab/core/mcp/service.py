@@ -19,7 +19,7 @@ from coze_lab.core.mcp.catalog import (
     header_values,
     server_spec,
 )
-from coze_lab.core.mcp.client import McpConnections, McpSettings, check_command
+from coze_lab.core.mcp.client import McpConnections, McpSettings, McpUnreachable, check_command
 from coze_lab.core.net import OutboundPolicy
 from coze_lab.core.secrets import SecretBox
 from coze_lab.store import Database
@@ -123,7 +123,12 @@ class McpService:
                     break
             return tools
 
-        found = await self.connections.run(user_id, endpoint, listing)
+        try:
+            found = await self.connections.run(user_id, endpoint, listing)
+        except MCPError as exc:
+            raise McpUnreachable(
+                f"the MCP server {endpoint.name} did not list its tools: {exc.error.message}"
+            ) from exc
         infos = [
             McpToolInfo(t.name, t.description or "", dict(t.input_schema or {"type": "object"}))
             for t in found

@@ -126,6 +126,8 @@ async def test_an_http_server_is_reached_through_the_guard_with_the_users_header
         assert [t.name for t in await mcp.tools(alice, server.id)][:1] == ["add"]
         added = await mcp.call(alice, server.id, "add", {"a": 20, "b": 22})
         assert (added.ok, added.output) == (True, "42")
+        unknown = await mcp.call(alice, server.id, "nope", {})
+        assert not unknown.ok and "nope" in unknown.output and "reach" not in unknown.output
         # the headers are alice's own: bob (no member of her space) cannot even see it
         with pytest.raises(NotFound):
             mcp.set_credentials(bob, server.id, {"Authorization": "Bearer x"})
