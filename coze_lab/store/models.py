@@ -561,9 +561,7 @@ class McpCredential(Base):
     secret: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime]
 
-    __table_args__ = (
-        Index("ux_mcp_credentials_owner", "server_id", "owner_id", unique=True),
-    )
+    __table_args__ = (Index("ux_mcp_credentials_owner", "server_id", "owner_id", unique=True),)
 
 
 class UserTable(Base):
