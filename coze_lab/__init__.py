@@ -30,7 +30,11 @@ _LAZY = {
     "connect": "coze_lab.notebook.connect",
 }
 #: modules that are public names of the package (``cl.runs.pending()``)
-_LAZY_MODULES = {"runs": "coze_lab.notebook.runs", "memory": "coze_lab.notebook.memory"}
+_LAZY_MODULES = {
+    "runs": "coze_lab.notebook.runs",
+    "memory": "coze_lab.notebook.memory",
+    "mcp": "coze_lab.notebook.mcp",
+}
 
 __all__ = [
     "Bot",
@@ -41,6 +45,7 @@ __all__ = [
     "WorkflowDefinitionError",
     "__version__",
     "connect",
+    "mcp",
     "memory",
     "runs",
 ]

@@ -149,6 +149,21 @@ class CozeLab(Configurable):
     plugin_max_output_chars = Int(
         20_000, help="Longest plugin response text handed to a model (truncated beyond)."
     ).tag(config=True)
+    mcp_stdio_commands = List(
+        Unicode(),
+        help="Programs stdio MCP servers may run (a name on PATH or an absolute path; '*': "
+        "any). Empty (the default): stdio MCP servers are off, as each one runs a command on "
+        "this server.",
+    ).tag(config=True)
+    mcp_timeout_s = Float(
+        30.0, help="Seconds an MCP server may take to start, to list its tools or for one call."
+    ).tag(config=True)
+    mcp_max_output_chars = Int(
+        20_000, help="Longest MCP tool result text handed to a model (truncated beyond)."
+    ).tag(config=True)
+    mcp_idle_s = Float(
+        300.0, help="Seconds a stdio MCP server process is kept without calls before it stops."
+    ).tag(config=True)
     plugin_max_document_bytes = Int(
         2 * MiB, help="Largest OpenAPI document a plugin import reads (also after YAML aliases)."
     ).tag(config=True)

@@ -23,6 +23,7 @@ from coze_lab.store import Database
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
     from coze_lab.core.chat.flow import ChatflowService
+    from coze_lab.core.mcp.service import McpService
     from coze_lab.core.memory.consolidation import MemoryWorker
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
@@ -131,6 +132,9 @@ class Runtime:
         self._model_client: ModelClient | None = None
         self._completer: RegistryCompleter | None = None
         self._plugins: PluginService | None = None
+        self._mcp: McpService | None = None
+        self._mcp_endpoint: Any = None
+        self._secrets: Any = None
         #: where users reach this server (OAuth callbacks): the configured public_url, else
         #: what the front door knows from its own configuration (never a request header)
         self.public_url = config.public_url
@@ -211,16 +215,13 @@ class Runtime:
         if self._plugins is None:
             from coze_lab.core.plugins import PluginService, PluginSettings
             from coze_lab.core.plugins.importing import ImportLimits
-            from coze_lab.core.secrets import SecretBox
 
             async def authorized(user_id: int, plugin_id: int) -> None:
                 await self.runs.resume_authorized(user_id, plugin_id)
 
             self._plugins = PluginService(
                 self.db,
-                secrets=SecretBox.from_config(
-                    self.config.secret_key, self.config.data_path / "secret.key"
-                ),
+                secrets=self.secrets,
                 policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 clock=self.clock,
                 settings=PluginSettings(
@@ -241,6 +242,51 @@ class Runtime:
         return self._plugins
 
     @property
+    def secrets(self) -> Any:
+        """The SecretBox of stored credentials (configured key, or the generated key file)."""
+        if self._secrets is None:
+            from coze_lab.core.secrets import SecretBox
+
+            self._secrets = SecretBox.from_config(
+                self.config.secret_key, self.config.data_path / "secret.key"
+            )
+        return self._secrets
+
+    @property
+    def mcp(self) -> McpService:
+        """MCP servers of the spaces, as tools (stdio processes made on demand, per loop)."""
+        if self._mcp is None:
+            from coze_lab.core.mcp.client import McpSettings
+            from coze_lab.core.mcp.service import McpService
+
+            config = self.config
+            self._mcp = McpService(
+                self.db,
+                secrets=self.secrets,
+                policy=OutboundPolicy.from_strings(config.outbound_allow),
+                settings=McpSettings(
+                    timeout_s=config.mcp_timeout_s,
+                    max_output_chars=config.mcp_max_output_chars,
+                    idle_s=config.mcp_idle_s,
+                    stdio_commands=tuple(config.mcp_stdio_commands),
+                    work_dir=config.data_path / "mcp",
+                ),
+                clock=self.clock,
+            )
+        return self._mcp
+
+    @property
+    def mcp_endpoint(self) -> Any:
+        """coze_lab as an MCP server (``/coze_lab/mcp``): published workflows and bots."""
+        if self._mcp_endpoint is None:
+            from coze_lab.core.mcp.serving import McpEndpoint
+
+            self._mcp_endpoint = McpEndpoint(
+                self.db, workflows=self.workflows, runs=lambda: self.runs, chats=lambda: self.chats
+            )
+        return self._mcp_endpoint
+
+    @property
     def engine(self) -> Engine:
         """The workflow engine of this runtime's event loop (created on first use)."""
         if self._engine is None:
@@ -252,6 +298,7 @@ class Runtime:
                 completer=self.completer,
                 http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 plugins=lambda: self.plugins,
+                mcp=lambda: self.mcp,
                 tables=self.tables,
                 variables=self.variables,
                 clock=self.clock,
@@ -290,6 +337,7 @@ class Runtime:
                 workflows=self.workflows,
                 runs=lambda: self.runs,
                 plugins=lambda: self.plugins,
+                mcp=lambda: self.mcp,
                 clock=self.clock,
                 lost_after_s=self.config.chat_lost_after_s,
                 attachments=Attachments(
@@ -377,6 +425,8 @@ class Runtime:
             await self._chatflows.close()
         if self._engine is not None:
             await self._engine.close()
+        if self._mcp is not None:
+            await self._mcp.close()
         if self._completer is not None:
             await self._completer.aclose()
         if self._model_client is not None:

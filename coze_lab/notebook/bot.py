@@ -52,6 +52,7 @@ class Bot:
         functions: Sequence[Mapping[str, Any]] = (),
         tables: Sequence[Any] = (),
         table_writes: bool = False,
+        mcp_servers: Sequence[Any] = (),
         history_rounds: int = 10,
         memory: bool = False,
         studio: StudioClient | None = None,
@@ -69,6 +70,9 @@ class Bot:
         #: ``cl.Table`` objects or table ids the model queries with SQL (one tool each)
         self.tables = list(tables)
         self.table_writes = table_writes
+        #: MCP servers whose tools the model may call: a server (``cl.mcp.add(...)``), its
+        #: id, or ``(server, ["tool", ...])`` for some of its tools
+        self.mcp_servers = list(mcp_servers)
         self.history_rounds = history_rounds
         #: long-term personal memory: your user.md and skills in the prompt, and what you
         #: ask it to remember kept after each chat (see ``cl.memory``)
@@ -176,6 +180,7 @@ class Bot:
                 for t in self.tables
             ],
             "memory": self.memory,
+            "mcp_servers": [_mcp_server(m) for m in self.mcp_servers],
         }
 
     def _workflow_id(self, workflow: Workflow | str | int) -> str:
@@ -491,3 +496,12 @@ def message_info(data: Mapping[str, Any]) -> MessageInfo:
 
 def _time(unix: Any) -> datetime:
     return datetime.fromtimestamp(int(unix or 0), timezone.utc)
+
+
+def _mcp_server(entry: Any) -> dict[str, Any]:
+    """A bot's ``mcp_servers`` item from a server, its id, or ``(server, tools)``."""
+    server, tools = entry if isinstance(entry, tuple) else (entry, None)
+    item: dict[str, Any] = {"server_id": str(getattr(server, "id", server))}
+    if tools is not None:
+        item["tools"] = list(tools)
+    return item

@@ -533,6 +533,42 @@ class PluginCall(Base):
     )
 
 
+class McpServer(Base):
+    """An MCP server a space configured: a command (stdio) or a URL (streamable HTTP); the
+    stdio server's environment is encrypted (it may hold keys)."""
+
+    __tablename__ = "mcp_servers"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    space_id: Mapped[int]
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text)
+    transport: Mapped[str] = mapped_column(String(16))
+    command: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    args: Mapped[list] = mapped_column(JSON)
+    url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    env_secret: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ux_mcp_servers_space_name", "space_id", "name", unique=True),)
+
+
+class McpCredential(Base):
+    """A user's HTTP headers for an MCP server (an API key, a bearer token), encrypted."""
+
+    __tablename__ = "mcp_credentials"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    server_id: Mapped[int] = mapped_column(ForeignKey("mcp_servers.id", ondelete="CASCADE"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    secret: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ux_mcp_credentials_owner", "server_id", "owner_id", unique=True),)
+
+
 class UserTable(Base):
     """A table of a space (Coze's database memory): its fields; the rows live in two real
     tables, ``ut_<id>_draft`` and ``ut_<id>_online``, each row private to its user."""

@@ -28,6 +28,7 @@ from coze_lab.core.bots.config import (
     BotEdit,
     BotTable,
     ClientFunction,
+    McpServerRef,
     PluginTool,
     Variable,
 )
@@ -394,6 +395,8 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         changes.update(_suggest(suggest))
     if "variables" in body:
         changes["variables"] = _variables(body["variables"], limits)
+    if "mcp_servers" in body:
+        changes["mcp_servers"] = _mcp_servers(body["mcp_servers"])
     if "functions" in body:
         changes["functions"] = _functions(body["functions"], limits)
     if "save_variables" in body:
@@ -493,6 +496,32 @@ def _variables(raw: Any, limits: Limits) -> tuple[Variable, ...]:
                 raise InvalidParameter(f"{where}.{name} must be a boolean")
         result.append(Variable(keyword, default, description, **flags))
     return tuple(result)
+
+
+MAX_MCP_SERVERS, MAX_MCP_TOOLS = 16, 64
+
+
+def _mcp_servers(raw: Any) -> tuple[McpServerRef, ...]:
+    """``[{"server_id": "...", "tools": ["add"]}]``: MCP servers and (optionally) which of
+    their tools the bot may use."""
+    items = _list(raw, "mcp_servers")
+    if len(items) > MAX_MCP_SERVERS:
+        raise InvalidParameter(f"mcp_servers allows at most {MAX_MCP_SERVERS} servers")
+    refs = []
+    for i, item in enumerate(items):
+        where = f"mcp_servers[{i}]"
+        server_id = parse_id(_field(item, "server_id", where), f"{where}.server_id")
+        tools = item.get("tools", [])
+        if (
+            not _str_list(tools)
+            or len(tools) > MAX_MCP_TOOLS
+            or not all(0 < len(t) <= 128 for t in tools)
+        ):
+            raise InvalidParameter(f"{where}.tools must be a list of at most {MAX_MCP_TOOLS} names")
+        refs.append(McpServerRef(server_id, tuple(dict.fromkeys(tools))))
+    if len({r.server_id for r in refs}) != len(refs):
+        raise InvalidParameter("mcp_servers names a server twice")
+    return tuple(refs)
 
 
 def _functions(raw: Any, limits: Limits) -> tuple[ClientFunction, ...]:

@@ -61,6 +61,13 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
+from coze_lab.web.handlers.mcp import (
+    McpCredentialsHandler,
+    McpEndpointHandler,
+    McpServerHandler,
+    McpServersHandler,
+    McpToolsHandler,
+)
 from coze_lab.web.handlers.memory import MemoryHandler, MemorySkillHandler, MemoryUserHandler
 from coze_lab.web.handlers.meta import LivenessHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
@@ -1893,6 +1900,82 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
+    Route(
+        "/coze_lab/api/mcp/servers",
+        McpServersHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A space's MCP servers (default: personal)",
+                "mcp",
+                query=s.SPACE_Q,
+                data={
+                    "type": "object",
+                    "properties": {"servers": {"type": "array", "items": s.MCP_SERVER}},
+                },
+            ),
+            Op(
+                "post",
+                "Add an MCP server: a stdio command or a streamable-HTTP URL",
+                "mcp",
+                query=s.SPACE_Q,
+                data=s.MCP_SERVER,
+                body=s.MCP_SERVER_BODY,
+                status=201,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}",
+        McpServerHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "An MCP server (the names of its env, never the values)",
+                "mcp",
+                data=s.MCP_SERVER,
+            ),
+            Op("delete", "Delete an MCP server", "mcp"),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}/tools",
+        McpToolsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The server's tools (starts a stdio server; asks an HTTP one with your headers)",
+                "mcp",
+                data={
+                    "type": "object",
+                    "properties": {"tools": {"type": "array", "items": s.MCP_TOOL}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/mcp/servers/{server_id}/credentials",
+        McpCredentialsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "put",
+                "Store your headers for an HTTP server (encrypted; never returned)",
+                "mcp",
+                body={
+                    "type": "object",
+                    "required": ["headers"],
+                    "properties": {
+                        "headers": s.MCP_HEADERS,
+                    },
+                },
+            ),
+            Op("delete", "Forget your headers for the server", "mcp"),
+        ),
+    ),
     # ---- public ------------------------------------------------------------
     Route(
         "/coze_lab/openapi.json",
@@ -1955,6 +2038,9 @@ SERVICE_ROOT = Route(
     STUDIO,
     ops=(Op("get", "Who you are and where the API lives (coze-lab serve)", "meta"),),
 )
+#: coze_lab as an MCP server (JSON-RPC over streamable HTTP, described by the MCP
+#: specification, not by openapi.json); personal access tokens, in both servers
+MCP_ENDPOINT = Route("/coze_lab/mcp", McpEndpointHandler, PUBLIC)
 TornadoRoute = tuple[str, type[web.RequestHandler]]
 
 
@@ -1991,6 +2077,7 @@ def jupyter_routes() -> list[TornadoRoute]:
             routes.append((r"/coze_lab" + route.pattern, bind(route, JupyterCozeApiBase)))
         else:
             routes.append((route.pattern, bind(route, JupyterCozeApiBase)))
+    routes.append((MCP_ENDPOINT.pattern, bind(MCP_ENDPOINT, JupyterCozeApiBase)))
     routes.append((r"/coze_lab/.*", bind(NotFoundHandler, JupyterCozeApiBase)))
     return routes
 
@@ -2007,6 +2094,7 @@ def standalone_routes() -> list[TornadoRoute]:
             routes.append((r"/coze_lab" + route.pattern, bound))
         else:
             routes.append((route.pattern, bound))
+    routes.append((MCP_ENDPOINT.pattern, bind(MCP_ENDPOINT, StandaloneBase)))
     routes.append((r"/openapi.json", bind(OpenApiDocHandler, StandaloneBase)))
     routes.append((LIVENESS.pattern, bind(LIVENESS, StandaloneBase)))
     routes.append((SERVICE_ROOT.pattern, bind(SERVICE_ROOT, StandaloneBase)))

@@ -425,6 +425,24 @@ BOT_BODY = {
             "description": "long-term personal memory: user.md and skills in the prompt, "
             "memory signals consolidated after each chat",
         },
+        "mcp_servers": {
+            "type": "array",
+            "maxItems": 16,
+            "description": "MCP servers of the bot's space, each once; tools: the ones the "
+            "model may call (all when left out)",
+            "items": {
+                "type": "object",
+                "required": ["server_id"],
+                "properties": {
+                    "server_id": {"type": ["string", "integer"]},
+                    "tools": {
+                        "type": "array",
+                        "maxItems": 64,
+                        "items": {"type": "string", "minLength": 1, "maxLength": 128},
+                    },
+                },
+            },
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -620,4 +638,88 @@ MEMORY_CONTENT = {
     "type": "object",
     "required": ["content"],
     "properties": {"content": {"type": "string", "maxLength": 20000}},
+}
+
+MCP_SERVER = {
+    "type": "object",
+    "properties": {
+        "id": ID,
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "transport": {"enum": ["stdio", "http"]},
+        "command": {"type": ["string", "null"]},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "url": {"type": ["string", "null"]},
+        "env": {"type": "array", "items": {"type": "string"}},
+        "has_credentials": {"type": "boolean"},
+        "space_id": ID,
+        "owner_id": ID,
+        "created_at": {"type": "integer"},
+        "updated_at": {"type": "integer"},
+    },
+    "required": ["id", "name", "transport"],
+}
+_PORT = "(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+_MCP_COMMON = {
+    "name": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"},
+    "description": {"type": "string", "maxLength": 2000},
+}
+#: an env value or a header value: one line of text
+_LINE = {"type": "string", "maxLength": 8192, "pattern": "^[^\\r\\n]*$"}
+MCP_SERVER_BODY = {
+    "description": "`command` (+ `args`, `env`: a stdio server) or `url` (streamable HTTP)",
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["name", "command"],
+            "properties": {
+                **_MCP_COMMON,
+                "command": {"type": "string", "maxLength": 1024, "pattern": "\\S"},
+                "args": {
+                    "type": "array",
+                    "maxItems": 64,
+                    "items": {"type": "string", "maxLength": 8192},
+                },
+                "env": {
+                    "type": "object",
+                    "maxProperties": 64,
+                    "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$"},
+                    "additionalProperties": _LINE,
+                },
+            },
+            "not": {"required": ["url"]},
+        },
+        {
+            "type": "object",
+            "required": ["name", "url"],
+            "properties": {
+                **_MCP_COMMON,
+                "url": {
+                    "type": "string",
+                    "maxLength": 2048,
+                    "pattern": "^https?://[A-Za-z0-9.-]+"
+                    + _PORT
+                    + "(/[^\\s\\u0000-\\u001f\\u007f]*)?$",
+                },
+            },
+            "not": {
+                "anyOf": [{"required": ["command"]}, {"required": ["args"]}, {"required": ["env"]}]
+            },
+        },
+    ],
+}
+MCP_HEADERS = {
+    "type": "object",
+    "minProperties": 1,
+    "maxProperties": 32,
+    "propertyNames": {"pattern": "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$"},
+    "additionalProperties": _LINE,
+}
+MCP_TOOL = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "input_schema": OBJ,
+    },
 }

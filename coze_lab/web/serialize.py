@@ -16,6 +16,7 @@ from coze_lab.core.errors import RUN_CANCELED
 from coze_lab.core.file_history import FileEvent
 from coze_lab.core.files import FileInfo
 from coze_lab.core.identity import UserInfo
+from coze_lab.core.mcp.catalog import McpServerInfo
 from coze_lab.core.memory import TableInfo
 from coze_lab.core.memory.personal import MemoryView
 from coze_lab.core.memory.variables import VariableItem, VariableState
@@ -697,4 +698,23 @@ def memory(view: MemoryView) -> dict[str, Any]:
             for c in view.changes
         ],
         "jobs": {k: view.jobs.get(k, 0) for k in ("queued", "running", "done")},
+    }
+
+
+def mcp_server(info: McpServerInfo) -> dict[str, Any]:
+    """An MCP server for the studio: the names of its env, never the values."""
+    return {
+        "id": str(info.id),
+        "name": info.name,
+        "description": info.description,
+        "transport": info.transport,
+        "command": info.command,
+        "args": list(info.args),
+        "url": info.url,
+        "env": list(info.env_names),
+        "has_credentials": info.has_credentials,
+        "space_id": str(info.space_id),
+        "owner_id": str(info.owner_id),
+        "created_at": to_unix(info.created_at),
+        "updated_at": to_unix(info.updated_at),
     }

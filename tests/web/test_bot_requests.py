@@ -82,3 +82,17 @@ def test_bad_bodies_name_the_field(body: dict) -> None:
     with pytest.raises(InvalidParameter) as caught:
         parse_bot_edit(body)
     assert next(iter(body)).split("_")[0] in caught.value.msg
+
+
+def test_mcp_servers_round_trip_and_bad_ones_are_400s() -> None:
+    config = config_of({"mcp_servers": [{"server_id": "7005", "tools": ["add", "add"]},
+                                        {"server_id": 7006}]})
+    stored = BotConfig.from_dict(config.to_dict())
+    assert [(m.server_id, m.tools) for m in stored.mcp_servers] == [(7005, ("add",)), (7006, ())]
+    for bad in ({"mcp_servers": {}}, {"mcp_servers": [{"tools": []}]},
+                {"mcp_servers": [{"server_id": "x"}]},
+                {"mcp_servers": [{"server_id": "1", "tools": None}]},
+                {"mcp_servers": [{"server_id": "1", "tools": [""]}]},
+                {"mcp_servers": [{"server_id": "1"}, {"server_id": 1}]}):
+        with pytest.raises(InvalidParameter, match="mcp_servers"):
+            parse_bot_edit(bad)

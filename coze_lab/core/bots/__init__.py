@@ -13,6 +13,7 @@ from coze_lab.core.bots.config import (
     BotEdit,
     BotTable,
     ClientFunction,
+    McpServerRef,
     PluginTool,
     Variable,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "BotService",
     "BotTable",
     "ClientFunction",
+    "McpServerRef",
     "PluginTool",
     "ResolvedBot",
     "Variable",

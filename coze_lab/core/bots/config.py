@@ -100,6 +100,18 @@ class BotTable:
 
 
 @dataclass(frozen=True)
+class McpServerRef:
+    """An MCP server of the bot's space whose tools the bot may use (``tools``: these
+    only; empty: all it offers)."""
+
+    server_id: int
+    tools: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"server_id": str(self.server_id), "tools": list(self.tools)}
+
+
+@dataclass(frozen=True)
 class BotEdit:
     """A command to create or change a bot: the fields a request gave, checked (None: not
     given). ``changes`` maps :class:`BotConfig` fields to their new values."""
@@ -133,6 +145,8 @@ class BotConfig:
     variables: tuple[Variable, ...] = ()
     workflow_ids: tuple[int, ...] = ()
     plugin_tools: tuple[PluginTool, ...] = ()
+    #: MCP servers (of the bot's space) whose tools the model may call
+    mcp_servers: tuple[McpServerRef, ...] = ()
     functions: tuple[ClientFunction, ...] = ()
     prologue: str = ""
     suggested_questions: tuple[str, ...] = ()
@@ -170,6 +184,7 @@ class BotConfig:
             "variables": [v.to_dict() for v in self.variables],
             "workflow_ids": [str(i) for i in self.workflow_ids],
             "plugin_tools": [t.to_dict() for t in self.plugin_tools],
+            "mcp_servers": [m.to_dict() for m in self.mcp_servers],
             "functions": [f.to_dict() for f in self.functions],
             "prologue": self.prologue,
             "suggested_questions": list(self.suggested_questions),
@@ -198,6 +213,10 @@ class BotConfig:
             plugin_tools=tuple(
                 PluginTool(int(t["plugin_id"]), int(t["api_id"]))
                 for t in data.get("plugin_tools", [])
+            ),
+            mcp_servers=tuple(
+                McpServerRef(int(m["server_id"]), tuple(m.get("tools") or ()))
+                for m in data.get("mcp_servers", [])
             ),
             functions=tuple(ClientFunction(**f) for f in data.get("functions", [])),
             prologue=data.get("prologue", ""),

@@ -21,6 +21,7 @@ from coze_lab.store.models import (
     BotConnector,
     BotRecord,
     BotVersion,
+    McpServer,
     PluginRecord,
     PluginTool,
     UserTable,
@@ -388,6 +389,20 @@ class BotService:
             absent = [str(i) for i in table_ids if i not in known]
             if absent:
                 raise NotFound(f"table {', '.join(absent)} does not exist in the bot's space")
+        if config.mcp_servers:
+            ids = [m.server_id for m in config.mcp_servers]
+            known = set(
+                session.scalars(
+                    select(McpServer.id).where(
+                        McpServer.space_id == space_id, McpServer.id.in_(ids)
+                    )
+                )
+            )
+            missing = [str(i) for i in ids if i not in known]
+            if missing:
+                raise InvalidParameter(
+                    f"mcp_servers: no such MCP server in the bot's space: {', '.join(missing)}"
+                )
         if not config.workflow_ids:
             return
         found = set(

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from coze_lab.core import connectors
-from coze_lab.core.bots import BotConfig, BotService, ResolvedBot
+from coze_lab.core.bots import BotConfig, BotService, McpServerRef, ResolvedBot
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
@@ -27,6 +27,7 @@ from coze_lab.core.chat.tools import (
     ToolBox,
     ToolOutcome,
     function_tools,
+    mcp_tool,
     tool_text,
     variable_tools,
     workflow_tool,
@@ -114,6 +115,7 @@ class ChatService:
         workflows: Any = None,
         runs: Callable[[], Any] | None = None,
         plugins: Callable[[], Any] | None = None,
+        mcp: Callable[[], Any] | None = None,
         clock: Clock = utcnow,
         lost_after_s: float = LOST_AFTER_S,
         attachments: Attachments | None = None,
@@ -151,6 +153,7 @@ class ChatService:
         self._workflows = workflows
         self._runs = runs
         self._plugins = plugins
+        self._mcp = mcp
         self._clock = clock
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._channels: dict[int, ChatChannel] = {}
@@ -190,7 +193,7 @@ class ChatService:
         )
         end_user = request.user_id or str(owner_id)
         session = (resolved.bot.workspace_id, conversation.id)
-        tools = self._toolbox(
+        tools = await self._toolbox(
             owner_id,
             connector_id,
             resolved.config,
@@ -395,7 +398,7 @@ class ChatService:
         if (state.config.file_tools or state.config.workflow_ids) and chat.bot_id is not None:
             space_id = self.bots.resolve(owner_id, chat.bot_id, connector_id).bot.workspace_id
             session = (space_id, conversation.id)
-        tools = self._toolbox(owner_id, connector_id, state.config, scope, session)
+        tools = await self._toolbox(owner_id, connector_id, state.config, scope, session)
         channel = ChatChannel(base=self.store.last_seq(chat_id))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         spec = self._model(state.config)
@@ -711,7 +714,7 @@ class ChatService:
         )
         return values
 
-    def _toolbox(
+    async def _toolbox(
         self,
         owner_id: int,
         connector_id: str,
@@ -742,6 +745,8 @@ class ChatService:
                 raise InvalidParameter("this bot uses tables, but tables are not available")
             scene = "draft" if draft else "online"
             tools += table_tools(owner_id, config, scene, self.tables)
+        for ref in config.mcp_servers:
+            tools += await self._mcp_tools(owner_id, ref)
         tools += function_tools(config)
         if config.save_variables and scope is not None and self.variables is not None:
             tools += variable_tools(config, scope, self.variables)
@@ -892,6 +897,23 @@ class ChatService:
                 )
             )
         return tools
+
+    async def _mcp_tools(self, owner_id: int, ref: McpServerRef) -> list[Tool]:
+        """The tools of one MCP server the bot names; a server that cannot be reached (or
+        was deleted) leaves its tools out of this chat, with a warning in the log."""
+        if self._mcp is None:
+            raise InvalidParameter("this bot uses MCP servers, but MCP is not available here")
+        service = self._mcp()
+        try:
+            found = await service.tools(owner_id, ref.server_id)
+        except CozeLabError as exc:
+            log.warning("MCP server %s left out of a chat: %s", ref.server_id, exc.msg)
+            return []
+        return [
+            mcp_tool(service, owner_id, ref.server_id, info)
+            for info in found
+            if not ref.tools or info.name in ref.tools
+        ]
 
 
 #: what a bot with ``response_format: json`` adds to its prompt

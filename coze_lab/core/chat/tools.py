@@ -36,7 +36,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    kind: str  # workflow | plugin | function | variable
+    kind: str  # workflow | plugin | mcp | function | variable
     invoke: Callable[[dict[str, Any]], Awaitable[ToolOutcome]] | None
     ref: dict[str, str] = field(default_factory=dict)
 
@@ -106,6 +106,28 @@ def workflow_tool(
         kind="workflow",
         invoke=invoke,
         ref={"workflow_id": str(workflow_id)},
+    )
+
+
+def mcp_tool(service: Any, user_id: int, server_id: int, info: Any) -> Tool:
+    """A tool of an MCP server (an ``McpToolInfo``), called as ``user_id``."""
+
+    async def invoke(arguments: dict[str, Any]) -> ToolOutcome:
+        result = await service.call(user_id, server_id, info.name, arguments)
+        return ToolOutcome(
+            result.output or ("(no output)" if result.ok else "error"),
+            ok=result.ok,
+            meta={"latency_ms": str(round(result.latency_ms, 1))},
+        )
+
+    schema = info.input_schema if info.input_schema.get("type") == "object" else None
+    return Tool(
+        name=function_name(info.name),
+        description=info.description or f"The MCP tool '{info.name}'.",
+        parameters=schema or {"type": "object", "properties": {}},
+        kind="mcp",
+        invoke=invoke,
+        ref={"mcp_server_id": str(server_id), "tool": info.name},
     )
 
 

@@ -302,6 +302,17 @@ class Workflow:
         plugin_id = getattr(plugin, "id", plugin)
         return self.node("plugin", node_id, plugin_id=str(plugin_id), tool=tool, **kwargs)
 
+    def mcp(self, node_id: str, *, server: Any, tool: str, **kwargs: Any) -> str:
+        """Call a tool of an MCP server of the space; ``inputs=`` are its arguments,
+        ``server`` the server's id (or anything with an ``id``).
+
+        Example:
+            >>> wf.mcp("sum", server=calc_id, tool="add",
+            ...        inputs={"a": "{{start.a}}", "b": 2})     # doctest: +SKIP
+        """
+        server_id = getattr(server, "id", server)
+        return self.node("mcp", node_id, server_id=str(server_id), tool=tool, **kwargs)
+
     def subworkflow(
         self, node_id: str, *, workflow: Workflow | dict[str, Any], **kwargs: Any
     ) -> str:

@@ -330,6 +330,12 @@ class _Context:
             trace={"run_id": str(self._run.id), "node_id": self._node.id},
         )
 
+    async def call_mcp(self, server_id: int, tool: str, arguments: dict[str, Any]) -> Any:
+        """A tool of an MCP server called as the run's owner (an ``McpResult``)."""
+        if self._engine.mcp is None:
+            raise Unavailable("MCP is not configured in this engine")
+        return await self._engine.mcp().call(self._run.owner_id, server_id, tool, arguments)
+
     async def emit(self, content: str) -> None:
         await self._engine._event(
             self._run.id,
@@ -361,6 +367,7 @@ class Engine:
         completer: Completer | None = None,
         http_policy: OutboundPolicy | None = None,
         plugins: Callable[[], Any] | None = None,
+        mcp: Callable[[], Any] | None = None,
         tables: Any = None,
         variables: Any = None,
         clock: Clock = utcnow,
@@ -377,6 +384,7 @@ class Engine:
         self.completer = completer
         self.http_policy = http_policy or OutboundPolicy()
         self.plugins = plugins
+        self.mcp = mcp
         self.tables = tables
         #: the VariableService of bot variables (variable and assign nodes)
         self.variables = variables

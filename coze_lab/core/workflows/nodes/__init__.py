@@ -30,6 +30,7 @@ from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.intent import IntentNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
+from coze_lab.core.workflows.nodes.mcp import McpNode
 from coze_lab.core.workflows.nodes.plugin import PluginNode
 
 NODE_TYPES: dict[str, NodeKind] = {
@@ -54,6 +55,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         AssignNode(),
         VariableNode(),
         PluginNode(),
+        McpNode(),
         DatabaseNode(),
         LoopControlNode("break"),
         LoopControlNode("continue"),
