@@ -14,7 +14,8 @@ from coze_lab.web.base import RUNTIME_KEY
 async def test_the_mcp_endpoint_inside_jupyter_takes_a_token(
     jp_fetch, jp_serverapp, jp_http_port, jp_base_url
 ) -> None:
-    """(``jp_fetch`` starts the server listening.)"""
+    """(``jp_fetch`` starts the server listening; the studio loads on its first request.)"""
+    await jp_fetch("coze_lab", "api", "health")
     runtime = jp_serverapp.web_app.settings[RUNTIME_KEY]
     alice = runtime.identity.ensure_user("alice")
     _, secret = runtime.tokens.create(alice.id, "mcp")

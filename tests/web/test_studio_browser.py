@@ -113,7 +113,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, model: ModelServer) -> Iterato
 
 @pytest.fixture
 def page(browser, lab: Lab) -> Iterator[Page]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -667,7 +667,7 @@ def test_a_run_form_starts_a_run_and_its_trace_follows_it(
     )
     runs_height, runs_content, overflow = sizes.pop("coze-lab-runs")
     assert overflow == "auto" and runs_content > runs_height, sizes
-    assert all(0 < height < runs_height for height, _, _ in sizes.values()), sizes
+    assert all(0 < height < runs_height for height, _, _ in sizes.values()), str((runs_height, runs_content, sizes))
     shot(page, "sidebar_trace_live.png")
 
     # Answer in the sidebar: the model refuses, the run fails at `judge`, the trace follows.
