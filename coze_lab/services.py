@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
+from coze_lab.core.activity import Activity
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.file_history import FileHistory
 from coze_lab.core.files import FileStore
@@ -93,6 +94,8 @@ class Runtime:
 
         self.usage = UsageService(self.db)
         self.file_history = FileHistory(self.db, clock=clock)
+        #: sessions' timelines and run states, from what the other services stored
+        self.activity = Activity(self.db)
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
         self._chatflows: ChatflowService | None = None
@@ -226,7 +229,9 @@ class Runtime:
         if self._runs is None:
             from coze_lab.core.workflows.run_service import RunService
 
-            self._runs = RunService(self.workflows, lambda: self.engine)
+            self._runs = RunService(
+                self.workflows, lambda: self.engine, run_workspace=self._run_workspace
+            )
         return self._runs
 
     @property
@@ -271,6 +276,63 @@ class Runtime:
                 self.workflows, lambda: self.runs, self.conversations, clock=self.clock
             )
         return self._chatflows
+
+    def _run_workspace(
+        self, owner_id: int, workflow_id: int | None, file_ids: Sequence[int]
+    ) -> Callable[[int], Any]:
+        """What makes a run's own workspace (``<space>/run-<id>/``, the workflow's space or
+        the owner's personal one) once its id is known, with the uploaded files
+        ``file_ids`` in ``input/`` (checked here, before the run exists); what its code
+        nodes write enters the file history."""
+        from coze_lab.core.errors import CozeLabError
+        from coze_lab.core.workflows.engine import RunWorkspace
+        from coze_lab.core.workspace import WorkspaceRoot
+
+        space_id = None
+        if workflow_id is not None:
+            space_id = self.workflows.get(owner_id, workflow_id).space_id or None
+        if space_id is None:
+            space_id = self.identity.get_user(owner_id).workspace_id
+        uploads = [
+            (self.files.retrieve(owner_id, f).file_name, self.files.path_of(owner_id, f))
+            for f in file_ids
+        ]
+        root, history = WorkspaceRoot(self.config.workspace_path), self.file_history
+
+        def make(run_id: int) -> RunWorkspace:
+            workspace = root.run(space_id, run_id)
+            for name, source in uploads:
+                target = workspace.add_input(name, source)
+                history.record(
+                    space_id=space_id,
+                    session_id=run_id,
+                    path=f"input/{name}",
+                    action="upload",
+                    size=target.stat().st_size,
+                    actor_id=owner_id,
+                    run_id=run_id,
+                )
+
+            def record(paths: list[str], node_run_id: int, node_id: str) -> None:
+                for path in paths:
+                    try:
+                        size = workspace.resolve(path, must_exist=True).stat().st_size
+                    except CozeLabError:
+                        continue
+                    history.record(
+                        space_id=space_id,
+                        session_id=run_id,
+                        path=path,
+                        action="write",
+                        size=size,
+                        actor_id=owner_id,
+                        run_id=node_run_id,
+                        node_id=node_id,
+                    )
+
+            return RunWorkspace(workspace.root, record)
+
+        return make
 
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""

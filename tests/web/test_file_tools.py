@@ -274,3 +274,31 @@ def test_code_nodes_of_a_chats_workflow_see_the_conversations_workspace(
         "totals",
     )
     assert written["run_id"] and written["chat_id"] == chat.chat.id
+    # the timeline: the question, the tool call with its arguments, the code node with its
+    # duration, the file it wrote, the tool's result and the answer, in that order
+    activity = lab.request("GET", f"/coze_lab/api/conversations/{conversation}/activity")["data"]
+    assert activity["state"] == "done" and activity["chat_id"] == chat.chat.id
+    kinds = [(i["kind"], i.get("node_id") or i.get("path") or "") for i in activity["items"]]
+    order = [
+        ("message", ""),
+        ("tool_call", ""),
+        ("node", "totals"),
+        ("file", "output/summary.md"),
+        ("tool_result", ""),
+        ("answer", ""),
+    ]
+    assert [k for k in kinds if k in order] == order, kinds
+    (node,) = [i for i in activity["items"] if i["kind"] == "node"]
+    assert node["status"] == "succeeded" and node["duration_ms"] >= 0
+    assert '"total": 200' in node["detail"]
+    (tool_call,) = [i for i in activity["items"] if i["kind"] == "tool_call"]
+    assert "summarise" in tool_call["title"] and '"title": "Sales"' in tool_call["detail"]
+    (chat_item,) = [i for i in activity["items"] if i["kind"] == "chat"]
+    assert chat_item["status"] == "completed" and chat_item["usage"]["token_count"] > 0
+    assert activity["usage"]["token_count"] == chat_item["usage"]["token_count"]
+    run_id = written["run_id"]
+    run_line = lab.request("GET", f"/coze_lab/api/runs/{run_id}/activity")["data"]
+    assert run_line["state"] == "done"
+    assert [i["kind"] for i in run_line["items"]] == ["run", "node"]
+    assert lab.request("GET", "/coze_lab/api/runs/123456789/activity")["code"] == 4200
+    assert lab.request("GET", "/coze_lab/api/conversations/123/activity")["code"] == 4200

@@ -358,9 +358,12 @@ class Engine:
         retry_of: int | None = None,
         seed: list[NodeWrite] | None = None,
         notes: list[dict[str, Any]] | None = None,
-        workspace: RunWorkspace | None = None,
+        workspace: RunWorkspace | Callable[[int], RunWorkspace | None] | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
+
+        ``workspace`` is mounted into the run's code nodes; a callable makes it from the new
+        run's id (a run's own workspace, ``run-<id>/``).
 
         Inputs the start node does not declare are refused (a typo is caught), or with
         ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
@@ -398,6 +401,8 @@ class Engine:
             seed=seed,
         )
         self._keep_spec(run_id, spec)
+        if callable(workspace):
+            workspace = await asyncio.to_thread(workspace, run_id)
         if workspace is not None:
             self.run_workspaces[run_id] = workspace
             while len(self.run_workspaces) > MAX_RUN_WORKSPACES:

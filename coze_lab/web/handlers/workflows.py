@@ -10,7 +10,7 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value, version_number
-from coze_lab.web.requests import parse_workflow_parameters
+from coze_lab.web.requests import parse_run_workspace, parse_workflow_parameters
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -24,12 +24,15 @@ class WorkflowHandler(CozeHandler):
         # some); the run's trace notes them
         # ``version`` (Coze's ``workflow_version`` too) runs that published version
         raw = body.get("version", body.get("workflow_version"))
+        workspace, files = parse_run_workspace(body)
         return await self.runtime.runs.start(
             user.id,
             self.workflow_id(body),
             parse_workflow_parameters(body),
             ignore_undeclared=True,
             at_version=version_number(raw, "version"),
+            workspace=workspace,
+            workspace_files=files,
         )
 
     async def stream(self, run_id: int, after: int) -> None:
