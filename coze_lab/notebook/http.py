@@ -415,6 +415,16 @@ class StudioClient:
         body = {"conversation_id": conversation_id, "tool_outputs": outputs, "stream": True}
         return self.stream("POST", f"chats/{chat_id}/submit_tool_outputs", body, timeout=120.0)
 
+    def chat_events(
+        self, chat_id: str, conversation_id: str | None = None, *, after: int = 0
+    ) -> Iterator[SseEvent]:
+        """Re-attach to a Playground chat (running or finished): its events numbered after
+        ``after`` (each with its ``id``), until ``done``."""
+        path = f"chats/{chat_id}/events"
+        if conversation_id:
+            path += f"?conversation_id={conversation_id}"
+        return self.stream("GET", path, after=after, timeout=120.0)
+
     def cancel_chat(self, chat_id: str) -> Any:
         return self.request("POST", f"chats/{chat_id}/cancel")
 

@@ -278,7 +278,7 @@ def test_code_nodes_of_a_chats_workflow_see_the_conversations_workspace(
     # duration, the file it wrote, the tool's result and the answer, in that order
     activity = lab.request("GET", f"/coze_lab/api/conversations/{conversation}/activity")["data"]
     assert activity["state"] == "done" and activity["chat_id"] == chat.chat.id
-    kinds = [(i["kind"], i.get("node_id") or i.get("path") or "") for i in activity["items"]]
+    kinds = [(i["kind"], i["path"] or i["node_id"] or "") for i in activity["items"]]
     order = [
         ("message", ""),
         ("tool_call", ""),

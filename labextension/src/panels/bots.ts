@@ -4,6 +4,7 @@ import { requestAPI } from '../api';
 import { inSpace } from '../space';
 import { errorBox, h, markdown, showError, streamAPI } from '../dom';
 import { ICozeLabPanel } from '../tokens';
+import { IActivity, renderTimeline, STATE_LABELS, statePill } from '../timeline';
 
 /** A bot as the studio API returns it (Coze's Bot object). */
 export interface IBot {
@@ -25,6 +26,34 @@ interface IConversation {
   created_at: number;
   updated_at?: number;
   last_section_id: string;
+  /** run state: idle, running, waiting, done, failed, canceled */
+  state?: string;
+  /** the newest chat (the one a reloaded page re-attaches to while it runs) */
+  chat_id?: string | null;
+}
+
+/** Where the open chat is kept so a reloaded page comes back to it. */
+const OPEN_CHAT_KEY = 'coze-lab:open-chat';
+/** How often a re-attaching stream that broke off is tried again. */
+const REATTACH_TRIES = 5;
+
+function rememberChat(botId: string, conversationId: string): void {
+  try {
+    window.localStorage.setItem(
+      OPEN_CHAT_KEY,
+      JSON.stringify({ bot_id: botId, conversation_id: conversationId })
+    );
+  } catch {
+    /* storage unavailable: nothing to restore after a reload */
+  }
+}
+
+function rememberedChat(): { bot_id: string; conversation_id: string } | null {
+  try {
+    return JSON.parse(window.localStorage.getItem(OPEN_CHAT_KEY) || 'null');
+  } catch {
+    return null;
+  }
 }
 
 /** A stored message (`GET coze_lab/api/conversations/{id}/messages`). */
@@ -44,7 +73,8 @@ const HISTORY_PAGES = 40;
 
 function conversationLabel(c: IConversation): string {
   const when = new Date((c.updated_at || c.created_at) * 1000).toLocaleString();
-  return c.name ? `${c.name} · ${when}` : `#${c.id.slice(-6)} · ${when}`;
+  const state = c.state && c.state !== 'idle' ? `[${STATE_LABELS[c.state] ?? c.state}] ` : '';
+  return state + (c.name ? `${c.name} · ${when}` : `#${c.id.slice(-6)} · ${when}`);
 }
 
 function variablesText(bot: IBot | null): string {
@@ -128,6 +158,14 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       this._bots = data.bots;
       this._renderList();
       showError(this._error, null);
+      if (!this._selected) {
+        // after a page reload: back to the chat that was open (re-attached if it runs)
+        const open = rememberedChat();
+        const bot = open && this._bots.find(b => b.bot_id === open.bot_id);
+        if (bot && open) {
+          this._openChat(bot, open.conversation_id);
+        }
+      }
     } catch (error) {
       showError(this._error, error);
     }
@@ -254,12 +292,21 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     );
   }
 
-  private _openChat(bot: IBot): void {
+  private _openChat(bot: IBot, conversationId = ''): void {
     this._selected = bot.bot_id;
-    this._conversation = '';
+    this._conversation = conversationId;
     this._chatId = '';
     this._renderList();
+    rememberChat(bot.bot_id, conversationId);
     const log = h('div', { class: 'jp-CozeLab-chatlog', testid: 'coze-lab-chat-log' });
+    const state = h('span', { class: 'jp-CozeLab-chatstate' });
+    const activity = h('div', { class: 'jp-CozeLab-activity', testid: 'coze-lab-activity' });
+    const showActivity = h(
+      'button',
+      { class: 'jp-CozeLab-link', testid: 'coze-lab-activity-toggle', title: 'Activity timeline' },
+      'Activity'
+    );
+    let conversations: IConversation[] = [];
     const picker = h(
       'select',
       { testid: 'coze-lab-chat-conversations', title: 'Conversation' },
@@ -290,10 +337,17 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
         if (!isCurrent()) {
           return;
         }
+        conversations = data.conversations;
+        const current = conversations.find(c => c.id === this._conversation);
+        state.replaceChildren(current?.state ? statePill(current.state) : '');
         picker.replaceChildren(
           h('option', { value: '' }, 'New conversation'),
           ...data.conversations.map(c =>
-            h('option', { value: c.id, dataset: { conversationId: c.id } }, conversationLabel(c))
+            h(
+              'option',
+              { value: c.id, dataset: { conversationId: c.id, state: c.state ?? '' } },
+              conversationLabel(c)
+            )
           )
         );
         picker.value = this._conversation;
@@ -340,6 +394,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
           );
         } else if (message.role === 'assistant' && message.type !== 'verbose' && message.type !== 'follow_up') {
           const node = this._messageNode(message.type);
+          node.dataset.messageId = message.id;
           this._fill(node, message.type, message.content);
           log.append(node);
         }
@@ -365,7 +420,6 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       log.append(h('div', { class: 'jp-CozeLab-msg jp-mod-user', testid: 'coze-lab-chat-question' }, text));
       const answers = new Map<string, HTMLElement>();
       const body: Record<string, unknown> = { message: text, stream: true };
-      const started = this._conversation;
       if (this._conversation) {
         body.conversation_id = this._conversation;
       }
@@ -374,47 +428,126 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
           method: 'POST',
           body: JSON.stringify(body)
         })) {
-          const data = event.data ?? {};
-          if (event.event.startsWith('conversation.chat.')) {
-            this._conversation = data.conversation_id || this._conversation;
-            this._chatId = data.id || this._chatId;
-            if (event.event === 'conversation.chat.failed') {
-              showError(this._error, data.last_error?.msg || 'the chat failed');
-            }
-          } else if (
-            event.event === 'conversation.message.delta' ||
-            event.event === 'conversation.message.completed'
-          ) {
-            if (data.role !== 'assistant' || data.type === 'verbose') {
-              continue;
-            }
-            let node = answers.get(data.id);
-            if (!node) {
-              node = this._messageNode(data.type);
-              answers.set(data.id, node);
-              log.append(node);
-            }
-            const full = event.event.endsWith('completed')
-              ? data.content
-              : (node.dataset.raw ?? '') + data.content;
-            node.dataset.raw = full;
-            this._fill(node, data.type, full);
-            log.scrollTop = log.scrollHeight;
-          } else if (event.event === 'error') {
-            showError(this._error, data.msg || 'error');
+          handle(event.event, event.data ?? {}, answers);
+          if (this._conversation && rememberedChat()?.conversation_id !== this._conversation) {
+            rememberChat(bot.bot_id, this._conversation); // a reload comes back to it
           }
         }
       } catch (error) {
         showError(this._error, error);
       } finally {
-        send.disabled = false;
-        cancel.disabled = true;
-        picker.disabled = false;
-        fresh.disabled = false;
+        busy(false);
       }
-      if (this._conversation && this._conversation !== started) {
-        await loadConversations(); // a new conversation: list and select it
+      await loadConversations(); // a new conversation is listed and selected; states change
+      await loadActivity();
+    };
+
+    const busy = (running: boolean): void => {
+      send.disabled = running;
+      cancel.disabled = !running;
+      picker.disabled = running;
+      fresh.disabled = running;
+    };
+
+    /** One chat event into the log (a sent message's stream, or a re-attached one). */
+    const handle = (name: string, data: any, answers: Map<string, HTMLElement>): void => {
+      if (name.startsWith('conversation.chat.')) {
+        this._conversation = data.conversation_id || this._conversation;
+        this._chatId = data.id || this._chatId;
+        if (name === 'conversation.chat.failed') {
+          showError(this._error, data.last_error?.msg || 'the chat failed');
+        }
+      } else if (
+        name === 'conversation.message.delta' ||
+        name === 'conversation.message.completed'
+      ) {
+        if (data.role !== 'assistant' || data.type === 'verbose') {
+          return;
+        }
+        let node = answers.get(data.id);
+        if (!node) {
+          const shown = log.querySelector(`[data-message-id="${data.id}"]`) as HTMLElement | null;
+          node = shown ?? this._messageNode(data.type);
+          node.dataset.raw = ''; // a replay starts the message over
+          node.dataset.messageId = data.id;
+          answers.set(data.id, node);
+          if (!shown) {
+            log.append(node);
+          }
+        }
+        const full = name.endsWith('completed')
+          ? data.content
+          : (node.dataset.raw ?? '') + data.content;
+        node.dataset.raw = full;
+        this._fill(node, data.type, full);
+        log.scrollTop = log.scrollHeight;
+      } else if (name === 'error') {
+        showError(this._error, data.msg || 'error');
       }
+    };
+
+    /** Follow a chat that is still running (after a page reload): its events from the
+     * first on, picking up after the last one seen (Last-Event-ID) when the stream breaks. */
+    const attach = async (chatId: string): Promise<void> => {
+      const conversationId = this._conversation;
+      this._chatId = chatId;
+      busy(true);
+      log.dataset.attached = 'running';
+      const answers = new Map<string, HTMLElement>();
+      let last = '';
+      let finished = false;
+      try {
+        for (let attempt = 0; attempt < REATTACH_TRIES && !finished; attempt++) {
+          const headers: Record<string, string> = last ? { 'Last-Event-ID': last } : {};
+          try {
+            for await (const event of streamAPI(
+              `chats/${chatId}/events?conversation_id=${conversationId}`,
+              { headers }
+            )) {
+              last = event.id || last;
+              if (event.event === 'done') {
+                break;
+              }
+              handle(event.event, event.data ?? {}, answers);
+            }
+            finished = true; // the stream ended: the chat is over
+          } catch (error) {
+            if (attempt === REATTACH_TRIES - 1) {
+              showError(this._error, error);
+            }
+          }
+        }
+      } finally {
+        busy(false);
+      }
+      if (this._conversation !== conversationId || !isCurrent()) {
+        return;
+      }
+      await loadConversations();
+      await loadActivity();
+      log.dataset.attached = 'finished';
+    };
+
+    /** The open conversation's timeline (shown when the Activity toggle is on). */
+    const loadActivity = async (): Promise<void> => {
+      const conversationId = this._conversation;
+      if (!conversationId || !activity.dataset.open) {
+        activity.replaceChildren();
+        return;
+      }
+      try {
+        const data = await requestAPI<IActivity>(`conversations/${conversationId}/activity`);
+        if (this._conversation === conversationId && isCurrent()) {
+          activity.replaceChildren(renderTimeline(data));
+        }
+      } catch (error) {
+        showError(this._error, error);
+      }
+    };
+    showActivity.onclick = () => {
+      activity.dataset.open = activity.dataset.open ? '' : 'true';
+      showActivity.classList.toggle('jp-mod-active', Boolean(activity.dataset.open));
+      void loadActivity();
     };
     send.onclick = () => void go();
     input.onkeydown = (e: KeyboardEvent) => {
@@ -449,6 +582,9 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       picker.value = '';
       log.replaceChildren();
       log.dataset.loaded = '';
+      state.replaceChildren();
+      activity.replaceChildren();
+      rememberChat(bot.bot_id, '');
       showError(this._error, null);
       input.focus();
     };
@@ -460,17 +596,35 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       }
       this._conversation = picker.value;
       this._chatId = '';
+      rememberChat(bot.bot_id, picker.value);
       showError(this._error, null);
-      void loadHistory(picker.value);
+      void open(picker.value);
+    };
+
+    /** Show a conversation: its history, its state and timeline, and its running chat. */
+    const open = async (conversationId: string): Promise<void> => {
+      await loadHistory(conversationId);
+      await loadConversations();
+      await loadActivity();
+      const current = conversations.find(c => c.id === conversationId);
+      if (current?.state === 'running' && current.chat_id && this._conversation === conversationId) {
+        await attach(current.chat_id);
+      }
     };
     this._chat.replaceChildren(
       h('div', { class: 'jp-CozeLab-subhead' }, `Chat with ${bot.name} (draft)`),
       h('div', { class: 'jp-CozeLab-row' }, picker, fresh),
+      h('div', { class: 'jp-CozeLab-row' }, state, showActivity),
       log,
       input,
-      h('div', {}, send, cancel, clear)
+      h('div', {}, send, cancel, clear),
+      activity
     );
-    void loadConversations();
+    if (conversationId) {
+      void open(conversationId);
+    } else {
+      void loadConversations();
+    }
     input.focus();
   }
 
