@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,11 +28,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from coze_lab.core.errors import NotFound
+from coze_lab.core.conversations.content import file_ids
+from coze_lab.core.errors import CozeLabError, NotFound
 from coze_lab.store import Database
 from coze_lab.store.models import (
     Chat,
     Conversation,
+    File,
     FileHistoryEntry,
     Interrupt,
     Message,
@@ -208,8 +211,25 @@ class Activity:
                 )
                 .order_by(FileHistoryEntry.created_at, FileHistoryEntry.id)
             ).all()
+            named = [
+                f
+                for m in messages
+                if m.role == "user" and m.content_type == "object_string"
+                for f in _file_ids(m.content)
+            ]
+            names = (
+                dict(
+                    session.execute(
+                        select(File.id, File.file_name).where(
+                            File.user_id == owner_id, File.id.in_(named)
+                        )
+                    ).all()
+                )
+                if named
+                else {}
+            )
             items = [_chat_item(c) for c in chats]
-            items += [item for m in messages if (item := _message_item(m)) is not None]
+            items += [item for m in messages if (item := _message_item(m, names)) is not None]
             items += run_items
             items += [_file_item(f) for f in files]
             states = self.states(owner_id, [conversation_id]) if chats else {}
@@ -272,7 +292,7 @@ class Activity:
                 ActivityItem(
                     "run",
                     r.created_at,
-                    f"workflow run {r.id}",
+                    f"{(r.definition or {}).get('name') or 'workflow'} (run {r.id})",
                     _text(r.outputs if r.outputs is not None else r.inputs),
                     status=r.status,
                     duration_ms=_ms(r.created_at, r.finished_at),
@@ -292,7 +312,7 @@ class Activity:
                 ActivityItem(
                     "node",
                     n.started_at or n.finished_at or ids[n.run_id].created_at,
-                    f"{n.node_type} node {n.node_id}",
+                    f"{n.node_id} ({n.node_type})",
                     _text(detail),
                     status=n.status,
                     duration_ms=_ms(n.started_at, n.finished_at),
@@ -307,7 +327,7 @@ class Activity:
                 ActivityItem(
                     "question",
                     q.created_at,
-                    f"question at {q.node_id}",
+                    f"{(q.data or {}).get('question') or 'a question'} (at {q.node_id})",
                     _text(q.data),
                     status=q.status,
                     chat_id=chat_of.get(q.root_run_id),
@@ -337,7 +357,7 @@ def _chat_item(chat: Chat) -> ActivityItem:
     return ActivityItem(
         "chat",
         chat.created_at,
-        f"chat {chat.id}",
+        "chat started",
         error,
         status=chat.status,
         duration_ms=_ms(chat.created_at, end),
@@ -346,10 +366,11 @@ def _chat_item(chat: Chat) -> ActivityItem:
     )
 
 
-def _message_item(m: Message) -> ActivityItem | None:
+def _message_item(m: Message, names: dict[int, str]) -> ActivityItem | None:
     meta = m.meta_data or {}
     if m.role == "user":
-        return ActivityItem("message", m.created_at, "you", _cut(m.content), chat_id=m.chat_id)
+        text = _question_text(m.content, m.content_type, names)
+        return ActivityItem("message", m.created_at, _line(text), _cut(text), chat_id=m.chat_id)
     if m.type == "function_call":
         try:
             call = json.loads(m.content)
@@ -360,7 +381,7 @@ def _message_item(m: Message) -> ActivityItem | None:
         return ActivityItem(
             "tool_call",
             m.created_at,
-            f"tool call {name or meta.get('tool_kind', '')}".strip(),
+            str(name or meta.get("tool_kind") or "tool"),
             _text(args),
             chat_id=m.chat_id,
         )
@@ -370,7 +391,7 @@ def _message_item(m: Message) -> ActivityItem | None:
         return ActivityItem(
             "tool_result",
             m.created_at,
-            f"tool result {meta.get('name', '')}".strip(),
+            str(meta.get("name") or "tool"),
             _cut(m.content),
             status=status,
             chat_id=m.chat_id,
@@ -379,9 +400,44 @@ def _message_item(m: Message) -> ActivityItem | None:
     if m.type == "answer":
         status = "canceled" if meta.get("canceled") else ""
         return ActivityItem(
-            "answer", m.created_at, "answer", _cut(m.content), status, chat_id=m.chat_id
+            "answer", m.created_at, _line(m.content), _cut(m.content), status, chat_id=m.chat_id
         )
     return None
+
+
+def _file_ids(content: str) -> list[int]:
+    with contextlib.suppress(CozeLabError):
+        return file_ids(content, "object_string")
+    return []
+
+
+def _question_text(content: str, content_type: str, names: dict[int, str]) -> str:
+    """A user message as text: an ``object_string`` message's text parts and file names."""
+    if content_type != "object_string":
+        return content
+    try:
+        parts = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(parts, list):
+        return content
+    out = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            out.append(str(part.get("text") or ""))
+        else:
+            raw = str(part.get("file_id") or "")
+            name = names.get(int(raw)) if raw.isdigit() else None
+            out.append(f"[{part.get('type')}: {name or part.get('name') or raw}]")
+    return " ".join(p for p in out if p)
+
+
+def _line(text: str, chars: int = 80) -> str:
+    """The first line of ``text``, shortened for a title."""
+    first = text.strip().split("\n", 1)[0]
+    return first if len(first) <= chars else first[: chars - 1] + "…"
 
 
 def _file_item(f: FileHistoryEntry) -> ActivityItem:

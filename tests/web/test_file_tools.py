@@ -292,7 +292,7 @@ def test_code_nodes_of_a_chats_workflow_see_the_conversations_workspace(
     assert node["status"] == "succeeded" and node["duration_ms"] >= 0
     assert '"total": 200' in node["detail"]
     (tool_call,) = [i for i in activity["items"] if i["kind"] == "tool_call"]
-    assert "summarise" in tool_call["title"] and '"title": "Sales"' in tool_call["detail"]
+    assert tool_call["title"] == "summarise" and '"title": "Sales"' in tool_call["detail"]
     (chat_item,) = [i for i in activity["items"] if i["kind"] == "chat"]
     assert chat_item["status"] == "completed" and chat_item["usage"]["token_count"] > 0
     assert activity["usage"]["token_count"] == chat_item["usage"]["token_count"]

@@ -133,8 +133,10 @@ function publishState(bot: IBot): HTMLElement {
  * (Playground), streamed from `POST coze_lab/api/bots/{id}/chat`.
  */
 export class BotsPanel extends Widget implements ICozeLabPanel {
-  constructor() {
+  /** `openTab` shows a widget in the main area (a conversation's timeline, roomier). */
+  constructor(options: { openTab?: (widget: Widget) => void } = {}) {
     super();
+    this._openTab = options.openTab ?? null;
     this.id = 'coze-lab-bots';
     this.addClass('jp-CozeLab-panel');
     // A larger share of the sidebar's height than the small sections get.
@@ -306,6 +308,16 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       { class: 'jp-CozeLab-link', testid: 'coze-lab-activity-toggle', title: 'Activity timeline' },
       'Activity'
     );
+    const openTab = h(
+      'button',
+      {
+        class: 'jp-CozeLab-link',
+        testid: 'coze-lab-activity-open',
+        title: 'The timeline in a tab of the main area'
+      },
+      'Open in a tab'
+    );
+    openTab.hidden = !this._openTab;
     let conversations: IConversation[] = [];
     const picker = h(
       'select',
@@ -540,9 +552,30 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
         if (this._conversation === conversationId && isCurrent()) {
           activity.replaceChildren(renderTimeline(data));
         }
+        const tab = this._tabs.get(conversationId);
+        if (tab && !tab.isDisposed) {
+          tab.render(data);
+        }
       } catch (error) {
         showError(this._error, error);
       }
+    };
+    openTab.onclick = () => {
+      const conversationId = this._conversation;
+      if (!conversationId || !this._openTab) {
+        return;
+      }
+      let tab = this._tabs.get(conversationId);
+      if (!tab || tab.isDisposed) {
+        const label = conversations.find(c => c.id === conversationId);
+        tab = new ActivityTab(
+          conversationId,
+          `${bot.name} · ${label?.name || '#' + conversationId.slice(-6)}`
+        );
+        this._tabs.set(conversationId, tab);
+      }
+      this._openTab(tab);
+      void tab.refresh();
     };
     showActivity.onclick = () => {
       activity.dataset.open = activity.dataset.open ? '' : 'true';
@@ -614,7 +647,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     this._chat.replaceChildren(
       h('div', { class: 'jp-CozeLab-subhead' }, `Chat with ${bot.name} (draft)`),
       h('div', { class: 'jp-CozeLab-row' }, picker, fresh),
-      h('div', { class: 'jp-CozeLab-row' }, state, showActivity),
+      h('div', { class: 'jp-CozeLab-row' }, state, showActivity, openTab),
       log,
       input,
       h('div', {}, send, cancel, clear),
@@ -650,6 +683,8 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     }
   }
 
+  private _openTab: ((widget: Widget) => void) | null;
+  private _tabs = new Map<string, ActivityTab>();
   private _bots: IBot[] = [];
   private _selected = '';
   private _conversation = '';
@@ -658,4 +693,50 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
   private _list: HTMLUListElement;
   private _editor: HTMLDivElement;
   private _chat: HTMLDivElement;
+}
+
+/** A conversation's timeline in a main-area tab (refreshed as its chats go on). */
+class ActivityTab extends Widget {
+  constructor(conversationId: string, label: string) {
+    super();
+    this._conversationId = conversationId;
+    this.id = `coze-lab-activity-${conversationId}`;
+    this.addClass('jp-CozeLab-activity-tab');
+    this.node.dataset.testid = 'coze-lab-activity-tab';
+    this.title.label = `Activity · ${label}`;
+    this.title.closable = true;
+    this._error = errorBox('coze-lab-activity-tab-error');
+    this._body = h('div', {});
+    const refresh = h(
+      'button',
+      { class: 'jp-CozeLab-link', onclick: () => void this.refresh() },
+      'Refresh'
+    );
+    this.node.append(
+      h(
+        'div',
+        { class: 'jp-CozeLab-activity-page', testid: 'coze-lab-activity-page' },
+        h('div', { class: 'jp-CozeLab-subhead' }, `Activity of ${label}`, refresh),
+        this._error,
+        this._body
+      )
+    );
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.render(await requestAPI<IActivity>(`conversations/${this._conversationId}/activity`));
+      showError(this._error, null);
+    } catch (error) {
+      showError(this._error, error);
+    }
+  }
+
+  render(activity: IActivity): void {
+    this._body.replaceChildren(renderTimeline(activity));
+  }
+
+  private _conversationId: string;
+  private _error: HTMLDivElement;
+  private _body: HTMLDivElement;
 }
