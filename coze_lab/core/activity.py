@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -63,8 +63,6 @@ _RUN_STATE = {
     "failed": "failed",
     "canceled": "canceled",
 }
-#: ties at the same moment: the chat before its messages, a call before its nodes
-_RANK = {"chat": 0, "run": 0, "message": 1, "tool_call": 2, "node": 3, "question": 4}
 
 
 @dataclass(frozen=True)
@@ -86,6 +84,8 @@ class ActivityItem:
     run_id: int | None = None
     node_id: str | None = None
     path: str | None = None
+    #: the id of the row it comes from: ties at one moment keep the order rows were made
+    order: int = field(default=0, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,11 @@ class Activity:
                 else {}
             )
             items = [_chat_item(c) for c in chats]
-            items += [item for m in messages if (item := _message_item(m, names)) is not None]
+            items += [
+                replace(item, order=m.id)
+                for m in messages
+                if (item := _message_item(m, names)) is not None
+            ]
             items += run_items
             items += [_file_item(f) for f in files]
             states = self.states(owner_id, [conversation_id]) if chats else {}
@@ -299,6 +303,7 @@ class Activity:
                     usage=r.usage,
                     chat_id=chat_of.get(r.id),
                     run_id=r.id,
+                    order=r.id,
                 )
             )
         for n in nodes:
@@ -320,6 +325,7 @@ class Activity:
                     chat_id=chat_of.get(root),
                     run_id=n.run_id,
                     node_id=n.node_id,
+                    order=n.id,
                 )
             )
         for q in questions:
@@ -333,6 +339,7 @@ class Activity:
                     chat_id=chat_of.get(q.root_run_id),
                     run_id=q.run_id,
                     node_id=q.node_id,
+                    order=q.id,
                 )
             )
         usage = _total(n.usage for n in nodes)
@@ -363,6 +370,7 @@ def _chat_item(chat: Chat) -> ActivityItem:
         duration_ms=_ms(chat.created_at, end),
         usage=chat.usage,
         chat_id=chat.id,
+        order=chat.id,
     )
 
 
@@ -452,12 +460,12 @@ def _file_item(f: FileHistoryEntry) -> ActivityItem:
         run_id=f.run_id,
         node_id=f.node_id,
         path=f.path,
+        order=f.id,
     )
 
 
 def _ordered(items: list[ActivityItem]) -> list[ActivityItem]:
-    ranked = sorted(enumerate(items), key=lambda p: (p[1].at, _RANK.get(p[1].kind, 5), p[0]))
-    return [item for _, item in ranked][-MAX_ITEMS:]
+    return sorted(items, key=lambda i: (i.at, i.order))[-MAX_ITEMS:]
 
 
 def _ms(start: datetime | None, end: datetime | None) -> float | None:
