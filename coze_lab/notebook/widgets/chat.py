@@ -92,7 +92,7 @@ class ChatWidget(anywidget.AnyWidget):
         if not text.strip():
             raise ValueError("say something")
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._state.status == "streaming":
                 raise RuntimeError("the bot is still answering; cancel() first")
             self._state.ask(text)
             self._push(force=True)
@@ -169,6 +169,7 @@ class ChatWidget(anywidget.AnyWidget):
         chat_id = str(found[0]["chat_id"])
         with self._lock:
             self._state.reattach(chat_id)
+            self._push(force=True)
             self._thread = threading.Thread(
                 target=self._stream_events,
                 args=(lambda: self.studio.chat_events(chat_id, conversation_id),),
@@ -212,8 +213,11 @@ class ChatWidget(anywidget.AnyWidget):
                 self._push(force=True)
                 self._done.notify_all()
             self._show_questions(self._state.waiting_runs())
-            with contextlib.suppress(StudioError):
-                self.load_activity()
+            threading.Thread(target=self._refresh_activity, daemon=True).start()
+
+    def _refresh_activity(self) -> None:
+        with contextlib.suppress(StudioError):
+            self.load_activity()
 
     def _show_questions(self, run_ids: list[str]) -> None:
         """Fetch what the tools' paused runs ask (answered elsewhere: nothing is left)."""
