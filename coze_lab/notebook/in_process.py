@@ -79,6 +79,8 @@ class InProcessHost:
     ) -> LocalRun:
         """Run ``spec`` and wait until it stops; ``workspace``: in a workspace of its own,
         with ``files`` (local paths) copied to its ``input/``."""
+        if files and not workspace:
+            raise ValueError("files are copied to the run's workspace: add workspace=True")
         file_ids = [
             self.runtime.files.save(self.user.id, Path(f).name, Path(f).read_bytes()).id
             for f in files

@@ -36,11 +36,16 @@ class Workflow(WorkflowDefinition):
         The run stops when it finishes or waits for a person: ``run.pending`` lists the
         questions, ``run.resume(event_id, answer)`` continues it. ``workspace=True`` gives
         the run a workspace of its own (``coze_workspaces/<space>/run-<id>/``, its path in
-        ``run.workspace``): code nodes open ``input/...`` and write ``output/...``.
+        ``run.workspace``) with ``files`` (local paths) copied to its ``input/``: code nodes
+        open ``input/...`` and write ``output/...``; ``run.activity()`` is its timeline.
+
+        >>> run = wf.run_local(workspace=True, files=["sales.csv"], title="Q3")  # doctest: +SKIP
+        >>> (run.workspace / "output" / "summary.md").exists()                     # doctest: +SKIP
+        True
         """
         from coze_lab.notebook.in_process import default_host
 
-        return default_host().run(self.validate(), inputs, workspace=workspace)
+        return default_host().run(self.validate(), inputs, workspace=workspace, files=files)
 
     def publish(self, *, space: str | int | None = None) -> dict[str, Any]:
         """Save this definition as the stored workflow's draft and publish it on the server
