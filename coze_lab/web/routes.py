@@ -1309,6 +1309,7 @@ ROUTES: tuple[Route, ...] = (
                 "Run the draft (``workspace: true``: in a workspace of its own)",
                 "studio",
                 body={
+                    **s.WORKSPACE_RULE,
                     "type": "object",
                     "properties": {
                         "parameters": s.OBJ,

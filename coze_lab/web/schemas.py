@@ -148,7 +148,16 @@ WORKSPACE_FILES = {
     "items": ID,
     "description": "coze_lab: uploaded file ids copied to the run's input/ (with workspace)",
 }
+#: files for a run's input/ need the run's own workspace
+WORKSPACE_RULE = {
+    "if": {
+        "required": ["workspace_files"],
+        "properties": {"workspace_files": {"minItems": 1}},
+    },
+    "then": {"required": ["workspace"], "properties": {"workspace": {"const": True}}},
+}
 RUN_BODY = {
+    **WORKSPACE_RULE,
     "type": "object",
     "required": ["workflow_id"],
     "properties": {
