@@ -228,7 +228,12 @@ class Activity:
                 if named
                 else {}
             )
-            items = [_chat_item(c) for c in chats]
+            # a chat heads its messages: it starts no later than the first of them
+            first: dict[int, datetime] = {}
+            for m in messages:
+                if m.chat_id is not None and m.chat_id not in first:
+                    first[m.chat_id] = m.created_at
+            items = [_chat_item(c, first.get(c.id)) for c in chats]
             items += [
                 replace(item, order=m.id)
                 for m in messages
@@ -356,21 +361,21 @@ def _runs_of(rows: Iterable[tuple[int | None, dict[str, Any] | None]]) -> dict[i
     return out
 
 
-def _chat_item(chat: Chat) -> ActivityItem:
+def _chat_item(chat: Chat, first_message_at: datetime | None = None) -> ActivityItem:
     end = chat.completed_at or chat.failed_at
     if end is None and chat.status not in ("created", "in_progress", "requires_action"):
         end = chat.updated_at
     error = (chat.last_error or {}).get("msg") or ""
     return ActivityItem(
         "chat",
-        chat.created_at,
+        min(chat.created_at, first_message_at or chat.created_at),
         "chat started",
         error,
         status=chat.status,
         duration_ms=_ms(chat.created_at, end),
         usage=chat.usage,
         chat_id=chat.id,
-        order=chat.id,
+        order=0,  # before what happened at the same moment
     )
 
 
