@@ -4,7 +4,9 @@ The sidebar answers a pending question and streams a chat; the run widget shows 
 started from a notebook cell and resumes it from its inline form; the Web SDK page and
 its embed script chat with a published bot using a token bound to the Web SDK connector.
 The sidebar also starts a run from a typed form, shows the run's live trace and
-continues, starts and clears chat conversations. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
+continues, starts and clears chat conversations, and re-attaches to a running chat (picked
+in the session list, and after a page reload) whose Activity timeline it shows; the chat
+widget shows its timeline too. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
 ``test_sidebar_browser.py`` (Chromium at ``/usr/bin/chromium``, the built lab extension).
 """
 
@@ -408,6 +410,15 @@ def test_the_chat_widget_answers_a_tool_question_inline(
     )
     expect(chat).to_have_attribute("data-status", "completed")
     assert model.requests[-1]["messages"][-1]["content"].startswith('I answered "Ship')
+    # the widget's Activity: the conversation's timeline, its state done
+    activity = chat.get_by_test_id("coze-chat-activity")
+    activity.locator(":scope > summary").click()
+    expect(activity.get_by_test_id("coze-chat-state")).to_have_attribute(
+        "data-state", "done", timeout=UI_TIMEOUT_MS
+    )
+    expect(activity.locator('[data-kind="tool_call"]')).to_contain_text("launch_review")
+    expect(activity.locator('[data-kind="node"]').first).to_contain_text("brief (code)")
+    activity.locator(":scope > summary").click()  # folded again for the picture
 
     # the picture: the sidebar with the runs, the run widget and the chat
     page.evaluate("window.jupyterapp.commands.execute('coze-lab:open')")
