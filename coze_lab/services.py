@@ -220,6 +220,7 @@ class Runtime:
                     recover_every_s=max(self.config.workflow_lease_s / 2, 0.2),
                 ),
                 signals=self.signals,
+                find_workspace=self._found_run_workspace,
             )
         return self._engine
 
@@ -284,10 +285,6 @@ class Runtime:
         the owner's personal one) once its id is known, with the uploaded files
         ``file_ids`` in ``input/`` (checked here, before the run exists); what its code
         nodes write enters the file history."""
-        from coze_lab.core.errors import CozeLabError
-        from coze_lab.core.workflows.engine import RunWorkspace
-        from coze_lab.core.workspace import WorkspaceRoot
-
         space_id = None
         if workflow_id is not None:
             space_id = self.workflows.get(owner_id, workflow_id).space_id or None
@@ -297,42 +294,62 @@ class Runtime:
             (self.files.retrieve(owner_id, f).file_name, self.files.path_of(owner_id, f))
             for f in file_ids
         ]
-        root, history = WorkspaceRoot(self.config.workspace_path), self.file_history
 
-        def make(run_id: int) -> RunWorkspace:
-            workspace = root.run(space_id, run_id)
-            for name, source in uploads:
-                target = workspace.add_input(name, source)
+        def make(run_id: int) -> Any:
+            return self._open_run_workspace(owner_id, space_id, run_id, uploads)
+
+        return make
+
+    def _found_run_workspace(self, owner_id: int, run_id: int) -> Any:
+        """The workspace a run asked for when it started (its folder exists), else None."""
+        found = [
+            p
+            for p in self.config.workspace_path.glob(f"*/run-{run_id}")
+            if p.parent.name.isdigit() and p.is_dir() and not p.is_symlink()
+        ]
+        if len(found) != 1:
+            return None
+        return self._open_run_workspace(owner_id, int(found[0].parent.name), run_id, [])
+
+    def _open_run_workspace(
+        self, owner_id: int, space_id: int, run_id: int, uploads: list[tuple[str, Any]]
+    ) -> Any:
+        from coze_lab.core.errors import CozeLabError
+        from coze_lab.core.workflows.engine import RunWorkspace
+        from coze_lab.core.workspace import WorkspaceRoot
+
+        workspace = WorkspaceRoot(self.config.workspace_path).run(space_id, run_id)
+        history = self.file_history
+        for name, source in uploads:
+            target = workspace.add_input(name, source)
+            history.record(
+                space_id=space_id,
+                session_id=run_id,
+                path=f"input/{name}",
+                action="upload",
+                size=target.stat().st_size,
+                actor_id=owner_id,
+                run_id=run_id,
+            )
+
+        def record(paths: list[str], node_run_id: int, node_id: str) -> None:
+            for path in paths:
+                try:
+                    size = workspace.resolve(path, must_exist=True).stat().st_size
+                except CozeLabError:
+                    continue
                 history.record(
                     space_id=space_id,
                     session_id=run_id,
-                    path=f"input/{name}",
-                    action="upload",
-                    size=target.stat().st_size,
+                    path=path,
+                    action="write",
+                    size=size,
                     actor_id=owner_id,
-                    run_id=run_id,
+                    run_id=node_run_id,
+                    node_id=node_id,
                 )
 
-            def record(paths: list[str], node_run_id: int, node_id: str) -> None:
-                for path in paths:
-                    try:
-                        size = workspace.resolve(path, must_exist=True).stat().st_size
-                    except CozeLabError:
-                        continue
-                    history.record(
-                        space_id=space_id,
-                        session_id=run_id,
-                        path=path,
-                        action="write",
-                        size=size,
-                        actor_id=owner_id,
-                        run_id=node_run_id,
-                        node_id=node_id,
-                    )
-
-            return RunWorkspace(workspace.root, record)
-
-        return make
+        return RunWorkspace(workspace.root, record)
 
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""

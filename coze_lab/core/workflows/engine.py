@@ -150,7 +150,7 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
-        workspace = self._engine.run_workspaces.get(self._run.root)
+        workspace = await self._engine.workspace_of(self._run)
         extra: dict[str, Any] = {}
         if workspace is not None and language == "python":
             extra["mounts"] = workspace.mounts()
@@ -294,8 +294,12 @@ class Engine:
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
         signals: Signals | None = None,
+        find_workspace: Callable[[int, int], RunWorkspace | None] | None = None,
     ) -> None:
         self.store = RunStore(db, clock=clock)
+        #: (owner id, root run id) → the run's own workspace found on disk, for a run that
+        #: asked for one and continues in a process that did not start it
+        self.find_workspace = find_workspace
         #: wake-ups between replicas (PostgreSQL LISTEN/NOTIFY): run events, cancels
         self.signals = signals or Signals(db)
         self.store.signals = self.signals
@@ -312,8 +316,9 @@ class Engine:
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
-        #: root run id → the session workspace its code nodes see (runs a chat started;
-        #: kept in memory: a run recovered by another replica runs without it)
+        #: root run id → the session workspace its code nodes see (kept in memory: a run a
+        #: chat started and another replica recovers runs without it; a run's own
+        #: workspace is found again on disk, see ``find_workspace``)
         self.run_workspaces: OrderedDict[int, RunWorkspace] = OrderedDict()
         #: run id → its parsed definition: a run's spec is parsed once, not per step
         self._specs: dict[int, WorkflowSpec] = {}
@@ -344,6 +349,16 @@ class Engine:
                 self._owners.clear()
             self._owners[run.root] = key
         return key
+
+    async def workspace_of(self, run: RunInfo) -> RunWorkspace | None:
+        """The workspace a run's code nodes see: the one it started with, else (a run that
+        continues here after a restart or on another replica) its own one on disk."""
+        workspace = self.run_workspaces.get(run.root)
+        if workspace is None and self.find_workspace is not None:
+            workspace = await asyncio.to_thread(self.find_workspace, run.owner_id, run.root)
+            if workspace is not None:
+                self.run_workspaces[run.root] = workspace
+        return workspace
 
     # ---- public operations --------------------------------------------------------------
     async def start(
