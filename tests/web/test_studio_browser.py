@@ -851,6 +851,7 @@ def test_a_csv_chat_reattaches_after_a_reload_and_its_timeline_shows_everything(
     ], kinds
     expect(timeline.locator('[data-kind="file"][data-path="output/summary.md"]')).to_be_visible()
     expect(timeline.get_by_test_id("coze-lab-timeline-state")).to_have_text("done")
+    shot(page, "sidebar_timeline.png")
     # the same timeline in a tab of the main area, where it has room
     page.get_by_test_id("coze-lab-activity-open").click()
     tab = page.get_by_test_id("coze-lab-activity-tab")
