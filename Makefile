@@ -83,11 +83,12 @@ dist: install
 	$(PY) -m build --no-isolation --sdist --wheel --outdir dist .
 	$(PY) -m twine check --strict dist/*
 
-## make screenshots: the picture of the README and the docs (docs/images/coze-lab.png), taken
+## make screenshots: the pictures of the README and the docs (docs/images/coze-lab.png,
+## timeline.png), taken
 ## from a real JupyterLab in headless Chromium (/usr/bin/chromium) by a browser test
 screenshots: install
 	COZE_LAB_SCREENSHOTS_DIR=$(abspath docs/images) $(PY) -m pytest -q -p no:cacheprovider \
-	  tests/web/test_studio_browser.py -k test_the_chat_widget_answers_a_tool_question_inline
+	  tests/web/test_studio_browser.py -k "test_the_chat_widget_answers_a_tool_question_inline or test_a_csv_chat_reattaches"
 
 ## make docs: the documentation site in site/ (the test suite builds it with --strict too)
 docs: install

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from coze_lab._version import __version__
 from coze_lab.config import CozeLab
+from coze_lab.core.activity import Activity
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.file_history import FileHistory
 from coze_lab.core.files import FileStore
@@ -95,6 +96,8 @@ class Runtime:
 
         self.usage = UsageService(self.db)
         self.file_history = FileHistory(self.db, clock=clock)
+        #: sessions' timelines and run states, from what the other services stored
+        self.activity = Activity(self.db)
         from coze_lab.core.memory.consolidation import JobSettings, MemoryJobs
         from coze_lab.core.memory.mirror import MemoryMirror
         from coze_lab.core.memory.personal import PersonalMemory
@@ -308,6 +311,7 @@ class Runtime:
                     recover_every_s=max(self.config.workflow_lease_s / 2, 0.2),
                 ),
                 signals=self.signals,
+                find_workspace=self._found_run_workspace,
             )
         return self._engine
 
@@ -317,7 +321,9 @@ class Runtime:
         if self._runs is None:
             from coze_lab.core.workflows.run_service import RunService
 
-            self._runs = RunService(self.workflows, lambda: self.engine)
+            self._runs = RunService(
+                self.workflows, lambda: self.engine, run_workspace=self._run_workspace
+            )
         return self._runs
 
     @property
@@ -366,6 +372,79 @@ class Runtime:
                 self.workflows, lambda: self.runs, self.conversations, clock=self.clock
             )
         return self._chatflows
+
+    def _run_workspace(
+        self, owner_id: int, workflow_id: int | None, file_ids: Sequence[int]
+    ) -> Callable[[int], Any]:
+        """What makes a run's own workspace (``<space>/run-<id>/``, the workflow's space or
+        the owner's personal one) once its id is known, with the uploaded files
+        ``file_ids`` in ``input/`` (checked here, before the run exists); what its code
+        nodes write enters the file history."""
+        space_id = None
+        if workflow_id is not None:
+            space_id = self.workflows.get(owner_id, workflow_id).space_id or None
+        if space_id is None:
+            space_id = self.identity.get_user(owner_id).workspace_id
+        uploads = [
+            (self.files.retrieve(owner_id, f).file_name, self.files.path_of(owner_id, f))
+            for f in file_ids
+        ]
+
+        def make(run_id: int) -> Any:
+            return self._open_run_workspace(owner_id, space_id, run_id, uploads)
+
+        return make
+
+    def _found_run_workspace(self, owner_id: int, run_id: int) -> Any:
+        """The workspace a run asked for when it started (its folder exists), else None."""
+        found = [
+            p
+            for p in self.config.workspace_path.glob(f"*/run-{run_id}")
+            if p.parent.name.isdigit() and p.is_dir() and not p.is_symlink()
+        ]
+        if len(found) != 1:
+            return None
+        return self._open_run_workspace(owner_id, int(found[0].parent.name), run_id, [])
+
+    def _open_run_workspace(
+        self, owner_id: int, space_id: int, run_id: int, uploads: list[tuple[str, Any]]
+    ) -> Any:
+        from coze_lab.core.errors import CozeLabError
+        from coze_lab.core.workflows.engine import RunWorkspace
+        from coze_lab.core.workspace import WorkspaceRoot
+
+        workspace = WorkspaceRoot(self.config.workspace_path).run(space_id, run_id)
+        history = self.file_history
+        for name, source in uploads:
+            target = workspace.add_input(name, source)
+            history.record(
+                space_id=space_id,
+                session_id=run_id,
+                path=f"input/{name}",
+                action="upload",
+                size=target.stat().st_size,
+                actor_id=owner_id,
+                run_id=run_id,
+            )
+
+        def record(paths: list[str], node_run_id: int, node_id: str) -> None:
+            for path in paths:
+                try:
+                    size = workspace.resolve(path, must_exist=True).stat().st_size
+                except CozeLabError:
+                    continue
+                history.record(
+                    space_id=space_id,
+                    session_id=run_id,
+                    path=path,
+                    action="write",
+                    size=size,
+                    actor_id=owner_id,
+                    run_id=node_run_id,
+                    node_id=node_id,
+                )
+
+        return RunWorkspace(workspace.root, record)
 
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""

@@ -44,12 +44,25 @@ class WorkspaceRoot:
         self.root = Path(root)
 
     def session(self, space_id: int, session_id: int) -> SessionWorkspace:
-        """The workspace of one session, its three folders created."""
+        """The workspace of one session (a conversation), its three folders created."""
+        return self._open(space_id, session_id, str(session_id))
+
+    def run(self, space_id: int, run_id: int) -> SessionWorkspace:
+        """The workspace of a workflow run that asked for one: ``<space>/run-<id>/``.
+
+        Example:
+            >>> import tempfile
+            >>> WorkspaceRoot(Path(tempfile.mkdtemp())).run(1, 42).root.name
+            'run-42'
+        """
+        return self._open(space_id, run_id, f"run-{run_id}")
+
+    def _open(self, space_id: int, session_id: int, name: str) -> SessionWorkspace:
         if not isinstance(space_id, int) or not isinstance(session_id, int):
             raise InvalidParameter("workspace space and session ids must be integers")
         self.root.mkdir(parents=True, exist_ok=True)
         path = self.root
-        for part in (str(space_id), str(session_id)):
+        for part in (str(space_id), name):
             path = path / part
             _real_dir(path, create=True)
         workspace = SessionWorkspace(path)

@@ -317,14 +317,29 @@ class StudioClient:
     def publish_workflow(self, workflow_id: str) -> int:
         return int(self.request("POST", f"workflows/{workflow_id}/publish")["version"])
 
-    def start_run(self, workflow_id: str, inputs: dict[str, Any] | None = None) -> str:
-        """Run a stored workflow's draft on the server; returns the run id at once."""
-        body = {"parameters": inputs or {}}
+    def start_run(
+        self, workflow_id: str, inputs: dict[str, Any] | None = None, *, workspace: bool = False
+    ) -> str:
+        """Run a stored workflow's draft on the server; returns the run id at once.
+        ``workspace``: the run gets a workspace of its own (``<space>/run-<id>/``)."""
+        body: dict[str, Any] = {"parameters": inputs or {}}
+        if workspace:
+            body["workspace"] = True
         return str(self.request("POST", f"workflows/{workflow_id}/runs", body)["execute_id"])
 
     def run_info(self, run_id: str | int) -> dict[str, Any]:
         """The run's trace: status, inputs, outputs, error, every node's record."""
         return self.request("GET", f"runs/{run_id}")
+
+    def activity(
+        self, *, run_id: str | int | None = None, conversation_id: str | int | None = None
+    ) -> dict[str, Any]:
+        """A run's or a conversation's timeline and run state (``state``, ``items``, ``usage``)."""
+        if (run_id is None) == (conversation_id is None):
+            raise ValueError("give run_id or conversation_id")
+        if run_id is not None:
+            return self.request("GET", f"runs/{run_id}/activity")
+        return self.request("GET", f"conversations/{conversation_id}/activity")
 
     def runs(self, workflow_id: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         return self.request("GET", "runs", workflow_id=workflow_id, limit=limit)["runs"]
@@ -399,6 +414,16 @@ class StudioClient:
         as it goes on."""
         body = {"conversation_id": conversation_id, "tool_outputs": outputs, "stream": True}
         return self.stream("POST", f"chats/{chat_id}/submit_tool_outputs", body, timeout=120.0)
+
+    def chat_events(
+        self, chat_id: str, conversation_id: str | None = None, *, after: int = 0
+    ) -> Iterator[SseEvent]:
+        """Re-attach to a Playground chat (running or finished): its events numbered after
+        ``after`` (each with its ``id``), until ``done``."""
+        path = f"chats/{chat_id}/events"
+        if conversation_id:
+            path += f"?conversation_id={conversation_id}"
+        return self.stream("GET", path, after=after, timeout=120.0)
 
     def cancel_chat(self, chat_id: str) -> Any:
         return self.request("POST", f"chats/{chat_id}/cancel")

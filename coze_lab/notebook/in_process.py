@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from coze_lab.config import CozeLab
@@ -68,10 +69,33 @@ class InProcessHost:
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def run(self, spec: WorkflowSpec, inputs: dict[str, Any]) -> LocalRun:
+    def run(
+        self,
+        spec: WorkflowSpec,
+        inputs: dict[str, Any],
+        *,
+        workspace: bool = False,
+        files: Sequence[str | Path] = (),
+    ) -> LocalRun:
+        """Run ``spec`` and wait until it stops; ``workspace``: in a workspace of its own,
+        with ``files`` (local paths) copied to its ``input/``."""
+        if files and not workspace:
+            raise ValueError("files are copied to the run's workspace: add workspace=True")
+        file_ids = [
+            self.runtime.files.save(self.user.id, Path(f).name, Path(f).read_bytes()).id
+            for f in files
+        ]
+
         async def start_and_wait() -> RunInfo:
             runs = self.runtime.runs
-            run_id = await runs.start(self.user.id, None, inputs, spec=spec)
+            run_id = await runs.start(
+                self.user.id,
+                None,
+                inputs,
+                spec=spec,
+                workspace=workspace,
+                workspace_files=file_ids,
+            )
             return await runs.wait(run_id)
 
         return LocalRun(self, self.call(start_and_wait()))
@@ -188,6 +212,18 @@ class LocalRun:
         """The run's nodes as data: tokens, cost, latency and attempts per node
         (``run.trace.to_pandas()``)."""
         return RunTrace(self.id, [serialize.node_record(r) for r in self.info.nodes.values()])
+
+    @property
+    def workspace(self) -> Path | None:
+        """The folder of the run's own workspace (``run_local(workspace=True)``), else None."""
+        root = self.host.runtime.config.workspace_path / str(self.host.user.workspace_id)
+        path = root / f"run-{self.info.root}"
+        return path if path.is_dir() else None
+
+    def activity(self) -> dict[str, Any]:
+        """The run's timeline: nodes with inputs, outputs, durations and usage, questions,
+        files written (``state``, ``items``, ``usage``)."""
+        return serialize.timeline(self.host.runtime.activity.run(self.info.owner_id, self.id))
 
     @property
     def retry_of(self) -> int | None:

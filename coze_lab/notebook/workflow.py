@@ -6,6 +6,8 @@ one transport); ``wf.run_local()`` runs in-process, explicitly, with the same en
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from coze_lab.core.workflows.dsl import Workflow as WorkflowDefinition
@@ -26,15 +28,24 @@ class Workflow(WorkflowDefinition):
         {'greeting': 'Hello Ada!'}
     """
 
-    def run_local(self, **inputs: Any) -> Any:
+    def run_local(
+        self, *, workspace: bool = False, files: Sequence[str | Path] = (), **inputs: Any
+    ) -> Any:
         """Run in-process with the same engine and store as the server; returns a LocalRun.
 
         The run stops when it finishes or waits for a person: ``run.pending`` lists the
-        questions, ``run.resume(event_id, answer)`` continues it.
+        questions, ``run.resume(event_id, answer)`` continues it. ``workspace=True`` gives
+        the run a workspace of its own (``coze_workspaces/<space>/run-<id>/``, its path in
+        ``run.workspace``) with ``files`` (local paths) copied to its ``input/``: code nodes
+        open ``input/...`` and write ``output/...``; ``run.activity()`` is its timeline.
+
+        >>> run = wf.run_local(workspace=True, files=["sales.csv"], title="Q3")  # doctest: +SKIP
+        >>> (run.workspace / "output" / "summary.md").exists()                     # doctest: +SKIP
+        True
         """
         from coze_lab.notebook.in_process import default_host
 
-        return default_host().run(self.validate(), inputs)
+        return default_host().run(self.validate(), inputs, workspace=workspace, files=files)
 
     def publish(self, *, space: str | int | None = None) -> dict[str, Any]:
         """Save this definition as the stored workflow's draft and publish it on the server
@@ -51,7 +62,7 @@ class Workflow(WorkflowDefinition):
             "name": saved["name"],
         }
 
-    def run(self, **inputs: Any) -> Any:
+    def run(self, *, workspace: bool = False, **inputs: Any) -> Any:
         """Run this definition on the server and return a live run widget at once.
 
         The server found by ``cl.connect()`` (the lab's own, with no configuration) saves
@@ -60,6 +71,8 @@ class Workflow(WorkflowDefinition):
 
         >>> run = wf.run(doc="Hello world")     # doctest: +SKIP
         >>> run.resume("yes")                    # doctest: +SKIP  (or answer in the widget)
+
+        ``workspace=True``: the run gets a workspace of its own (``<space>/run-<id>/``).
         """
         from coze_lab.notebook.connect import current
         from coze_lab.notebook.widgets import RunWidget
@@ -67,5 +80,5 @@ class Workflow(WorkflowDefinition):
         studio = current()
         definition = self.to_json()
         saved = studio.save_workflow(definition)
-        run_id = studio.start_run(saved["id"], inputs)
+        run_id = studio.start_run(saved["id"], inputs, workspace=workspace)
         return RunWidget(run_id, studio=studio, definition=definition)

@@ -659,3 +659,25 @@ def parse_studio_variables(
     uid = str(user_id) if uid in (None, "") else check_uid(uid)
     values = check_values(fields.get("data")) if update else {}
     return VariablesRequest(parse_id(bot_id, "bot_id"), connector, uid, values=values)
+
+
+def parse_run_workspace(body: dict[str, Any]) -> tuple[bool, list[int]]:
+    """A run request's ``workspace`` (true: the run gets a workspace of its own) and
+    ``workspace_files`` (uploaded file ids copied to its ``input/``).
+
+    Example:
+        >>> parse_run_workspace({"workspace": True, "workspace_files": ["7"]})
+        (True, [7])
+        >>> parse_run_workspace({})
+        (False, [])
+    """
+    flag = body.get("workspace", False)
+    if not isinstance(flag, bool):
+        raise InvalidParameter("workspace must be true or false")
+    files = body.get("workspace_files") or []
+    if not isinstance(files, list) or len(files) > 20:
+        raise InvalidParameter("workspace_files must be a list of at most 20 file ids")
+    ids = [parse_id(f, "workspace_files[]") for f in files]
+    if ids and not flag:
+        raise InvalidParameter("workspace_files need workspace: true")
+    return flag, ids

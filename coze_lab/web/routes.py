@@ -82,9 +82,11 @@ from coze_lab.web.handlers.plugins import (
 )
 from coze_lab.web.handlers.sdk import SdkAssetHandler
 from coze_lab.web.handlers.studio import (
+    ConversationActivityHandler,
     FileHistoryHandler,
     HealthHandler,
     MeHandler,
+    RunActivityHandler,
     TokenHandler,
     TokensHandler,
 )
@@ -1186,6 +1188,34 @@ ROUTES: tuple[Route, ...] = (
         ops=(Op("delete", "Remove a member (owner, admins; or yourself: leave)", "spaces"),),
     ),
     Route(
+        "/coze_lab/api/conversations/{conversation_id}/activity",
+        ConversationActivityHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The conversation's timeline (chats, messages, tool calls with inputs and "
+                "outputs, workflow nodes, files written, durations, token usage) and its run "
+                "state (running, waiting, done, failed)",
+                "studio",
+                data=s.ACTIVITY,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/runs/{run_id}/activity",
+        RunActivityHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A workflow run's timeline (nodes, questions, files written) and its state",
+                "studio",
+                data=s.ACTIVITY,
+            ),
+        ),
+    ),
+    Route(
         "/coze_lab/api/conversations/{conversation_id}/file_history",
         FileHistoryHandler,
         STUDIO,
@@ -1335,9 +1365,17 @@ ROUTES: tuple[Route, ...] = (
         ops=(
             Op(
                 "post",
-                "Run the draft",
+                "Run the draft (``workspace: true``: in a workspace of its own)",
                 "studio",
-                body={"type": "object", "properties": {"parameters": s.OBJ}},
+                body={
+                    **s.WORKSPACE_RULE,
+                    "type": "object",
+                    "properties": {
+                        "parameters": s.OBJ,
+                        "workspace": s.WORKSPACE_FLAG,
+                        "workspace_files": s.WORKSPACE_FILES,
+                    },
+                },
                 status=201,
             ),
         ),

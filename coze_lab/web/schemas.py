@@ -137,7 +137,27 @@ TOKEN = {
         "token": {"type": "string", "description": "only in the response that creates it"},
     },
 }
+WORKSPACE_FLAG = {
+    "type": "boolean",
+    "description": "coze_lab: run in a workspace of its own (<space>/run-<id>/: input/, "
+    "scratchpad/, output/ mounted into its code nodes)",
+}
+WORKSPACE_FILES = {
+    "type": "array",
+    "maxItems": 20,
+    "items": ID,
+    "description": "coze_lab: uploaded file ids copied to the run's input/ (with workspace)",
+}
+#: files for a run's input/ need the run's own workspace
+WORKSPACE_RULE = {
+    "if": {
+        "required": ["workspace_files"],
+        "properties": {"workspace_files": {"minItems": 1}},
+    },
+    "then": {"required": ["workspace"], "properties": {"workspace": {"const": True}}},
+}
 RUN_BODY = {
+    **WORKSPACE_RULE,
     "type": "object",
     "required": ["workflow_id"],
     "properties": {
@@ -157,6 +177,8 @@ RUN_BODY = {
             "description": "run this published version ('3' or 'v3'; default: the newest)",
         },
         "workflow_version": {**VERSION, "description": "same as version"},
+        "workspace": WORKSPACE_FLAG,
+        "workspace_files": WORKSPACE_FILES,
     },
 }
 RETRY_BODY = {
@@ -721,5 +743,46 @@ MCP_TOOL = {
         "name": {"type": "string"},
         "description": {"type": "string"},
         "input_schema": OBJ,
+    },
+}
+SESSION_STATE = {"enum": ["idle", "running", "waiting", "done", "failed", "canceled"]}
+ACTIVITY = {
+    "type": "object",
+    "properties": {
+        "state": SESSION_STATE,
+        "chat_id": {"type": ["string", "null"]},
+        "run_id": {"type": ["string", "null"]},
+        "usage": {"type": "object"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {
+                        "enum": [
+                            "chat",
+                            "message",
+                            "tool_call",
+                            "tool_result",
+                            "answer",
+                            "run",
+                            "node",
+                            "question",
+                            "file",
+                        ]
+                    },
+                    "at_ms": {"type": "integer"},
+                    "title": {"type": "string"},
+                    "detail": {"type": "string"},
+                    "status": {"type": "string"},
+                    "duration_ms": {"type": ["number", "null"]},
+                    "usage": {"type": ["object", "null"]},
+                    "chat_id": {"type": ["string", "null"]},
+                    "run_id": {"type": ["string", "null"]},
+                    "node_id": {"type": ["string", "null"]},
+                    "path": {"type": ["string", "null"]},
+                },
+            },
+        },
     },
 }

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from coze_lab.core.activity import SessionState, Timeline
 from coze_lab.core.bots import BotInfo
 from coze_lab.core.chat import ChatEvent, ChatInfo
 from coze_lab.core.clock import to_unix
@@ -717,4 +718,42 @@ def mcp_server(info: McpServerInfo) -> dict[str, Any]:
         "owner_id": str(info.owner_id),
         "created_at": to_unix(info.created_at),
         "updated_at": to_unix(info.updated_at),
+    }
+
+
+def session_state(state: SessionState) -> dict[str, Any]:
+    """A session's run state (``running``, ``waiting``, ``done``, ...) and the chat or run
+    that decides it."""
+    return {
+        "state": state.state,
+        "chat_id": None if state.chat_id is None else str(state.chat_id),
+        "run_id": None if state.run_id is None else str(state.run_id),
+    }
+
+
+def timeline(line: Timeline) -> dict[str, Any]:
+    """A session's activity: its state, token usage and items (times in Unix milliseconds)."""
+
+    def opt(value: int | None) -> str | None:
+        return None if value is None else str(value)
+
+    return {
+        **session_state(line.state),
+        "usage": line.usage,
+        "items": [
+            {
+                "kind": i.kind,
+                "at_ms": int(i.at.timestamp() * 1000),
+                "title": i.title,
+                "detail": i.detail,
+                "status": i.status,
+                "duration_ms": i.duration_ms,
+                "usage": i.usage,
+                "chat_id": opt(i.chat_id),
+                "run_id": opt(i.run_id),
+                "node_id": i.node_id,
+                "path": i.path,
+            }
+            for i in line.items
+        ],
     }

@@ -5,6 +5,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
+import { Widget } from '@lumino/widgets';
 
 import { BotsPanel } from './panels/bots';
 import { MemoryPanel } from './panels/memory';
@@ -83,9 +84,15 @@ const studioPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Coze Lab bots, chat, plugins, workflows, runs, questions and tokens in the sidebar.',
   autoStart: true,
   requires: [ICozeLabSidebar],
-  activate: (_app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
+  activate: (app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
+    const openTab = (widget: Widget): void => {
+      if (!widget.isAttached) {
+        app.shell.add(widget, 'main');
+      }
+      app.shell.activateById(widget.id);
+    };
     sidebar.addPanel(new RunsPanel(), { rank: 10 });
-    sidebar.addPanel(new BotsPanel(), { rank: 20 });
+    sidebar.addPanel(new BotsPanel({ openTab }), { rank: 20 });
     sidebar.addPanel(new PluginsPanel(), { rank: 25 });
     sidebar.addPanel(new MemoryPanel(), { rank: 28 });
     sidebar.addPanel(new TokensPanel(), { rank: 30 });

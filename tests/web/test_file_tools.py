@@ -5,6 +5,7 @@ stay inside) the conversation's workspace folder."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -274,3 +275,61 @@ def test_code_nodes_of_a_chats_workflow_see_the_conversations_workspace(
         "totals",
     )
     assert written["run_id"] and written["chat_id"] == chat.chat.id
+    # the timeline: the question, the tool call with its arguments, the code node with its
+    # duration, the file it wrote, the tool's result and the answer, in that order
+    activity = lab.request("GET", f"/coze_lab/api/conversations/{conversation}/activity")["data"]
+    assert activity["state"] == "done" and activity["chat_id"] == chat.chat.id
+    kinds = [(i["kind"], i["path"] or i["node_id"] or "") for i in activity["items"]]
+    order = [
+        ("message", ""),
+        ("tool_call", ""),
+        ("node", "totals"),
+        ("file", "output/summary.md"),
+        ("tool_result", ""),
+        ("answer", ""),
+    ]
+    assert [k for k in kinds if k in order] == order, kinds
+    (node,) = [i for i in activity["items"] if i["kind"] == "node"]
+    assert node["status"] == "succeeded" and node["duration_ms"] >= 0
+    assert '"total": 200' in node["detail"]
+    (tool_call,) = [i for i in activity["items"] if i["kind"] == "tool_call"]
+    assert tool_call["title"] == "summarise" and '"title": "Sales"' in tool_call["detail"]
+    (chat_item,) = [i for i in activity["items"] if i["kind"] == "chat"]
+    assert chat_item["status"] == "completed" and chat_item["usage"]["token_count"] > 0
+    assert activity["usage"]["token_count"] == chat_item["usage"]["token_count"]
+    run_id = written["run_id"]
+    run_line = lab.request("GET", f"/coze_lab/api/runs/{run_id}/activity")["data"]
+    assert run_line["state"] == "done"
+    assert [i["kind"] for i in run_line["items"]] == ["run", "node"]
+    assert lab.request("GET", "/coze_lab/api/runs/123456789/activity")["code"] == 4200
+    assert lab.request("GET", "/coze_lab/api/conversations/123/activity")["code"] == 4200
+
+    # a workflow run that asks for a workspace of its own: run-<id>/ with the upload in input/
+    body = {
+        "workflow_id": workflow_id,
+        "parameters": {"title": "Run"},
+        "is_async": True,
+        "workspace": True,
+        "workspace_files": [file_id],
+    }
+    started = lab.request("POST", "/v1/workflow/run", json=body)
+    assert started["code"] == 0, started
+    run_id = started["execute_id"]
+    line = lab.request("GET", f"/coze_lab/api/runs/{run_id}/activity")["data"]
+    while line["state"] == "running":
+        time.sleep(0.1)
+        line = lab.request("GET", f"/coze_lab/api/runs/{run_id}/activity")["data"]
+    assert line["state"] == "done"
+    run_folder = lab.tmp / "server-data" / "coze_workspaces" / lab.space / f"run-{run_id}"
+    assert (run_folder / "output" / "summary.md").read_text() == "# Run\ntotal: 200\n"
+    files = [(i["status"], i["path"]) for i in line["items"] if i["kind"] == "file"]
+    assert files == [("upload", "input/sales.csv"), ("write", "output/summary.md")]
+    # bad requests start nothing
+    for bad, code in (
+        ({"workspace": "yes"}, 4000),
+        ({"workspace_files": [file_id]}, 4000),
+        ({"workspace": True, "workspace_files": ["123456789"]}, 4200),
+    ):
+        reply = lab.request("POST", "/v1/workflow/run", json={"workflow_id": workflow_id, **bad})
+        assert reply["code"] == code, (bad, reply)
+    assert len(lab.request("GET", "/coze_lab/api/runs")["data"]["runs"]) == 2

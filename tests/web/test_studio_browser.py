@@ -4,7 +4,9 @@ The sidebar answers a pending question and streams a chat; the run widget shows 
 started from a notebook cell and resumes it from its inline form; the Web SDK page and
 its embed script chat with a published bot using a token bound to the Web SDK connector.
 The sidebar also starts a run from a typed form, shows the run's live trace, retries
-the failed run from its failed node and continues, starts and clears chat conversations. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
+the failed run from its failed node and continues, starts and clears chat conversations, and re-attaches to a running chat (picked
+in the session list, and after a page reload) whose Activity timeline it shows; the chat
+widget shows its timeline too. Screenshots go to ``tests/artifacts/``. Set-up and requirements as in
 ``test_sidebar_browser.py`` (Chromium at ``/usr/bin/chromium``, the built lab extension).
 """
 
@@ -448,6 +450,15 @@ def test_the_chat_widget_answers_a_tool_question_inline(
     )
     expect(chat).to_have_attribute("data-status", "completed")
     assert model.requests[-1]["messages"][-1]["content"].startswith('I answered "Ship')
+    # the widget's Activity: the conversation's timeline, its state done
+    activity = chat.get_by_test_id("coze-chat-activity")
+    activity.locator(":scope > summary").click()
+    expect(activity.get_by_test_id("coze-chat-state")).to_have_attribute(
+        "data-state", "done", timeout=UI_TIMEOUT_MS
+    )
+    expect(activity.locator('[data-kind="tool_call"]')).to_contain_text("launch_review")
+    expect(activity.locator('[data-kind="node"]').first).to_contain_text("brief (code)")
+    activity.locator(":scope > summary").click()  # folded again for the picture
 
     # the picture: the sidebar with the runs, the run widget and the chat
     page.evaluate("window.jupyterapp.commands.execute('coze-lab:open')")
@@ -819,3 +830,150 @@ def test_memory_is_seen_edited_and_deleted_in_the_sidebar(page: Page, lab: Lab) 
     expect(page.get_by_test_id("coze-lab-memory-error")).to_contain_text(
         "skill name", timeout=UI_TIMEOUT_MS
     )
+
+
+def test_a_csv_chat_reattaches_after_a_reload_and_its_timeline_shows_everything(
+    page: Page, lab: Lab, fresh_model: ModelServer
+) -> None:
+    """A chat with an uploaded CSV: the bot's workflow tool runs a code node that reads
+    input/sales.csv and writes output/summary.md under the Jupyter root. The sidebar picks
+    the running conversation and re-attaches; a reload mid-answer re-attaches again and the
+    answer finishes; the Activity timeline shows the upload, the tool call, the node, the
+    file written and the answer."""
+    from tests.web.test_file_tools import summarise
+
+    model = fresh_model
+    api = studio(lab)
+    saved = api.save_workflow(summarise, publish=True)
+    bot = api.create_bot(
+        name="Sales analyst",
+        prompt_info={"prompt": "You summarise sales files."},
+        model_info_config={"model_id": "default"},
+        workflow_id_list={"ids": [{"id": saved["id"]}]},
+    )
+    made = api.create_token("upload", expires_in_days=1)
+    uploaded = httpx.post(
+        lab.url + "coze_lab/v1/files/upload",
+        headers={"Authorization": f"Bearer {made['token']}"},
+        files={"file": ("sales.csv", b"region,amount\nnorth,120\nsouth,80\n", "text/csv")},
+        timeout=30,
+    ).json()
+    assert uploaded["code"] == 0, uploaded
+    words = "Total sales: 200. " + " ".join(f"word{i}" for i in range(100))
+    model.script(
+        [
+            ToolCallsReply([ScriptedToolCall("summarise", {"title": "Sales"}, id="s1")]),
+            TextReply(words),
+        ]
+    )
+    model.chunk_delay = 0.3  # a slow answer: the page reloads in its middle
+    try:
+        question = json.dumps(
+            [
+                {"type": "text", "text": "Summarise my sales."},
+                {"type": "file", "file_id": uploaded["data"]["id"]},
+            ]
+        )
+        chat = api.request(
+            "POST",
+            f"bots/{bot['bot_id']}/chat",
+            {
+                "stream": False,
+                "additional_messages": [
+                    {"role": "user", "content": question, "content_type": "object_string"}
+                ],
+            },
+        )
+        conversation = chat["conversation_id"]
+        open_lab(page, lab)
+        section(page, "Bots & chat")
+        row = page.get_by_test_id("coze-lab-bot").filter(has_text="Sales analyst")
+        row.get_by_test_id("coze-lab-bot-chat").click()
+        picker = page.get_by_test_id("coze-lab-chat-conversations")
+        option = picker.locator(f'option[value="{conversation}"]')
+        expect(option).to_have_attribute("data-state", "running", timeout=UI_TIMEOUT_MS)
+        expect(option).to_contain_text("[running]")
+        picker.select_option(conversation)  # the running chat: re-attached
+        log = page.get_by_test_id("coze-lab-chat-log")
+        answer = log.get_by_test_id("coze-lab-chat-answer").last
+        expect(answer).to_contain_text("word3 ", timeout=UI_TIMEOUT_MS)
+        page.reload()  # mid-answer: the sidebar comes back to the chat and follows it
+        open_lab_again(page)
+        section(page, "Bots & chat")
+        log = page.get_by_test_id("coze-lab-chat-log")
+        expect(log).to_have_attribute("data-attached", "running", timeout=UI_TIMEOUT_MS)
+        expect(log.get_by_test_id("coze-lab-chat-answer").last).to_contain_text("word3 ")
+        model.chunk_delay = 0.0  # re-attached: the rest comes at once
+        expect(log).to_have_attribute("data-attached", "finished", timeout=UI_TIMEOUT_MS)
+        expect(log.get_by_test_id("coze-lab-chat-answer").last).to_have_text(words)
+        expect(page.get_by_test_id("coze-lab-session-state")).to_have_attribute(
+            "data-state", "done", timeout=UI_TIMEOUT_MS
+        )
+    finally:
+        model.chunk_delay = 0.0
+    assert model.requests[-1]["messages"][-1]["tool_call_id"] == "s1"
+    assert json.loads(model.requests[-1]["messages"][-1]["content"])["total"] == 200
+
+    # the file is under the Jupyter root and in the file history
+    space = api.me()["workspace_id"]
+    written = lab_root(lab) / "coze_workspaces" / space / conversation / "output"
+    assert (written / "summary.md").read_text() == "# Sales\ntotal: 200\n"
+    history = api.request("GET", f"conversations/{conversation}/file_history")["items"]
+    assert [(e["action"], e["path"]) for e in history] == [
+        ("upload", "input/sales.csv"),
+        ("write", "output/summary.md"),
+    ]
+
+    # the timeline: upload, question, tool call, node, file, tool result, answer
+    page.get_by_test_id("coze-lab-activity-toggle").click()
+    timeline = page.get_by_test_id("coze-lab-timeline")
+    expect(timeline).to_be_visible(timeout=UI_TIMEOUT_MS)
+    items = timeline.get_by_test_id("coze-lab-timeline-item")
+    kinds = items.evaluate_all("els => els.map(e => e.dataset.kind)")
+    assert [k for k in kinds if k != "run"] == [
+        "chat",
+        "message",
+        "file",
+        "tool_call",
+        "node",
+        "file",
+        "tool_result",
+        "answer",
+    ], kinds
+    expect(timeline.locator('[data-kind="file"][data-path="output/summary.md"]')).to_be_visible()
+    expect(timeline.get_by_test_id("coze-lab-timeline-state")).to_have_text("done")
+    shot(page, "sidebar_timeline.png")
+    # the same timeline in a tab of the main area, where it has room
+    page.get_by_test_id("coze-lab-activity-open").click()
+    tab = page.get_by_test_id("coze-lab-activity-tab")
+    expect(tab.get_by_test_id("coze-lab-timeline-item")).to_have_count(
+        len(kinds), timeout=UI_TIMEOUT_MS
+    )
+    for kind in ("tool_call", "node"):  # their inputs and outputs unfold
+        item = tab.locator(f'[data-kind="{kind}"]')
+        item.locator("summary").click()
+    expect(tab.locator('[data-kind="node"] pre')).to_contain_text('"total": 200')
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    expect(tab.locator('[data-kind="message"]')).to_contain_text("[file: sales.csv]")
+    picture = tab.get_by_test_id("coze-lab-activity-page")
+    picture.screenshot(path=str(ARTIFACTS / "timeline.png"))
+    if PICTURES:
+        Path(PICTURES).mkdir(parents=True, exist_ok=True)
+        picture.screenshot(path=str(Path(PICTURES) / "timeline.png"))
+
+
+def open_lab_again(page: Page) -> None:
+    """After a reload: the lab is back and the Coze Lab sidebar open."""
+    sidebar = page.get_by_test_id("coze-lab-sidebar")
+    tab = page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="coze-lab-sidebar"]')
+    expect(tab).to_be_visible(timeout=UI_TIMEOUT_MS)
+    deadline = time.monotonic() + 30
+    while not sidebar.is_visible():
+        assert time.monotonic() < deadline, "the Coze Lab sidebar did not open"
+        tab.click()
+        page.wait_for_timeout(500)
+
+
+def lab_root(lab: Lab) -> Path:
+    """The Jupyter root of the module's lab (``--ServerApp.root_dir``)."""
+    return lab.log_path.parent / "root"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from coze_lab.notebook.studio import Studio
@@ -196,3 +197,37 @@ def test_chat_state_keeps_the_run_of_a_workflow_tool() -> None:
     state.ask_about("77", [{"event_id": 5, "node_id": "ok", "data": {"question": "?"}}])
     assert state.questions[0]["event_id"] == "5" and state.questions[0]["run_id"] == "77"
     assert state.answered("5") is not None and state.questions == []
+
+
+def test_a_widget_on_a_running_conversation_reattaches_and_shows_its_activity(
+    studio: Studio, served: Served
+) -> None:
+    """A new widget (a reloaded page, a restarted kernel) on a conversation whose chat is
+    still answering follows it to the end, without repeating what it had already said."""
+    bot_id = make_bot(studio, "widget-reattach")
+    words = " ".join(f"w{i}" for i in range(12))
+    first = studio.chat(bot_id)
+    served.model.chunk_delay = 0.5  # still answering when the second widget opens
+    try:
+        served.model.script([TextReply(words)])
+        first.send("Count for me.")
+        while not (first.conversation_id and first.chat_id):
+            time.sleep(0.05)
+        again = studio.chat(bot_id, conversation_id=first.conversation_id)
+        assert again.status == "streaming" and again.chat_id == first.chat_id
+    finally:
+        served.model.chunk_delay = 0.0
+    again.wait(60)
+    first.wait(60)
+    assert again.status == "completed", again.error
+    assert [m["content"] for m in again.messages] == ["Count for me.", words]
+    activity = again.load_activity()
+    assert again.timeline == activity and activity["state"] == "done"
+    kinds = [i["kind"] for i in activity["items"]]
+    assert sorted(kinds) == ["answer", "chat", "message"]
+    (answer,) = [i for i in activity["items"] if i["kind"] == "answer"]
+    assert answer["detail"] == words
+    from_page(again, {"type": "activity"})  # the page's Activity section asks again
+    assert again.timeline["items"] == activity["items"] and not again.error
+    first.close()
+    again.close()

@@ -152,7 +152,7 @@ class _Context:
         timeout: float | None,
     ) -> dict[str, Any]:
         runner = self._engine.code_runner()
-        workspace = self._engine.run_workspaces.get(self._run.root)
+        workspace = await self._engine.workspace_of(self._run)
         extra: dict[str, Any] = {}
         if workspace is not None and language == "python":
             extra["mounts"] = workspace.mounts()
@@ -373,8 +373,12 @@ class Engine:
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
         signals: Signals | None = None,
+        find_workspace: Callable[[int, int], RunWorkspace | None] | None = None,
     ) -> None:
         self.store = RunStore(db, clock=clock)
+        #: (owner id, root run id) → the run's own workspace found on disk, for a run that
+        #: asked for one and continues in a process that did not start it
+        self.find_workspace = find_workspace
         #: wake-ups between replicas (PostgreSQL LISTEN/NOTIFY): run events, cancels
         self.signals = signals or Signals(db)
         self.store.signals = self.signals
@@ -395,8 +399,9 @@ class Engine:
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
-        #: root run id → the session workspace its code nodes see (runs a chat started;
-        #: kept in memory: a run recovered by another replica runs without it)
+        #: root run id → the session workspace its code nodes see (kept in memory: a run a
+        #: chat started and another replica recovers runs without it; a run's own
+        #: workspace is found again on disk, see ``find_workspace``)
         self.run_workspaces: OrderedDict[int, RunWorkspace] = OrderedDict()
         #: run id → its parsed definition: a run's spec is parsed once, not per step
         self._specs: dict[int, WorkflowSpec] = {}
@@ -429,6 +434,16 @@ class Engine:
             self._owners[run.root] = key
         return key
 
+    async def workspace_of(self, run: RunInfo) -> RunWorkspace | None:
+        """The workspace a run's code nodes see: the one it started with, else (a run that
+        continues here after a restart or on another replica) its own one on disk."""
+        workspace = self.run_workspaces.get(run.root)
+        if workspace is None and self.find_workspace is not None:
+            workspace = await asyncio.to_thread(self.find_workspace, run.owner_id, run.root)
+            if workspace is not None:
+                self.run_workspaces[run.root] = workspace
+        return workspace
+
     # ---- public operations --------------------------------------------------------------
     async def start(
         self,
@@ -442,11 +457,14 @@ class Engine:
         retry_of: int | None = None,
         seed: list[NodeWrite] | None = None,
         notes: list[dict[str, Any]] | None = None,
-        workspace: RunWorkspace | None = None,
+        workspace: RunWorkspace | Callable[[int], RunWorkspace | None] | None = None,
         bot_context: dict[str, str] | None = None,
         history: list[dict[str, Any]] | None = None,
     ) -> int:
         """Create a run and execute it in the background; return its id (execute_id).
+
+        ``workspace`` is mounted into the run's code nodes; a callable makes it from the new
+        run's id (a run's own workspace, ``run-<id>/``).
 
         Inputs the start node does not declare are refused (a typo is caught), or with
         ``ignore_undeclared`` (the Coze API, as Coze does) dropped with a ``note`` event
@@ -492,6 +510,8 @@ class Engine:
             bot_context=bot_context,
         )
         self._keep_spec(run_id, spec)
+        if callable(workspace):
+            workspace = await asyncio.to_thread(workspace, run_id)
         if workspace is not None:
             self.run_workspaces[run_id] = workspace
             while len(self.run_workspaces) > MAX_RUN_WORKSPACES:

@@ -8,14 +8,15 @@ workflow a run belongs to, reads each interrupt once, and leaves executing to th
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from coze_lab.core.errors import Conflict, InvalidParameter
 from coze_lab.core.json_input import parse_json
-from coze_lab.core.workflows.engine import Engine
+from coze_lab.core.workflows.engine import Engine, RunWorkspace
 from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY
 from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
 from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, NodeWrite, RunInfo
@@ -47,9 +48,19 @@ class RunService:
         >>> resumed = await runs.resume(user.id, q.event_id, "yes")           # doctest: +SKIP
     """
 
-    def __init__(self, workflows: WorkflowService, engine: Engine | Callable[[], Engine]) -> None:
+    def __init__(
+        self,
+        workflows: WorkflowService,
+        engine: Engine | Callable[[], Engine],
+        *,
+        run_workspace: Callable[[int, int | None, Sequence[int]], Callable[[int], RunWorkspace]]
+        | None = None,
+    ) -> None:
         self._workflows = workflows
         self._engine = engine
+        #: (owner id, workflow id, file ids for input/) → what makes the workspace of a run
+        #: that asks for one from its id
+        self._run_workspace = run_workspace
 
     @property
     def engine(self) -> Engine:
@@ -73,6 +84,7 @@ class RunService:
         workspace: Any = None,
         bot_context: dict[str, str] | None = None,
         history: list[dict[str, Any]] | None = None,
+        workspace_files: Sequence[int] = (),
     ) -> int:
         """Start a run and return its id (Coze's execute_id) at once.
 
@@ -82,11 +94,22 @@ class RunService:
         ``ignore_undeclared`` drops inputs the start node does not declare (as the Coze API
         does), noting them in the run's trace; otherwise they are refused. ``workspace``
         (a :class:`~coze_lab.core.workflows.engine.RunWorkspace`) is mounted into its code
-        nodes. ``bot_context`` ({bot_id, connector_id, connector_uid}, see
+        nodes; ``True`` gives the run a workspace of its own (``<space>/run-<id>/``) with
+        the uploaded files ``workspace_files`` (file ids) in its ``input/``.
+        ``bot_context`` ({bot_id, connector_id, connector_uid}, see
         :func:`coze_lab.core.memory.variables.bot_context`) is whose bot variables its
         variable and assign nodes read and write. ``history`` is a chat-flow's conversation
         for llm nodes with ``chat_history``.
         """
+        if workspace_files and workspace is not True:
+            raise InvalidParameter("workspace_files need workspace: true")
+        if workspace is True:
+            make = self._run_workspace
+            if make is None:
+                raise InvalidParameter("run workspaces are not available here")
+            workspace = await asyncio.to_thread(make, owner_id, workflow_id, list(workspace_files))
+        elif workspace is False:
+            workspace = None
         if spec is None:
             if workflow_id is None:
                 raise InvalidParameter("give a workflow_id or a definition")

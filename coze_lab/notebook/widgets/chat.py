@@ -6,7 +6,11 @@ The kernel streams the chat from the studio API on a background thread and pushe
 messages to the page as traits (throttled), so the cell returns at once and it works
 wherever the kernel reaches the server. The page sends ``{"type": "send", "text"}``,
 ``{"type": "cancel"}``, ``{"type": "clear"}``, ``{"type": "history"}`` and
-``{"type": "answer", "event_id", "data"}``.
+``{"type": "answer", "event_id", "data"}`` and ``{"type": "activity"}``.
+
+A widget opened on a conversation whose chat still runs (a reloaded page, a restarted
+kernel) re-attaches to it: the chat's stored events replay, then stream live. Its Activity
+section shows the conversation's timeline (``chat.load_activity()``).
 
 When a workflow the bot called as a tool pauses on a question, the widget shows the
 question; the answer resumes that run, and once the run is over the widget tells the bot
@@ -54,6 +58,8 @@ class ChatWidget(anywidget.AnyWidget):
     error = t.Unicode("").tag(sync=True)
     #: questions a tool's workflow run waits on: [{event_id, run_id, node_title, type, data}]
     questions = t.List().tag(sync=True)
+    #: the conversation's activity (``studio.activity``): state, usage and timeline items
+    timeline = t.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -77,6 +83,7 @@ class ChatWidget(anywidget.AnyWidget):
                 self.bot_name = str(studio.bot(self.bot_id).get("name", ""))
         if conversation_id:
             self.load_history()
+            self._reattach()
         self._push()
 
     # ---- notebook API -------------------------------------------------------------------
@@ -85,7 +92,7 @@ class ChatWidget(anywidget.AnyWidget):
         if not text.strip():
             raise ValueError("say something")
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._state.status == "streaming":
                 raise RuntimeError("the bot is still answering; cancel() first")
             self._state.ask(text)
             self._push(force=True)
@@ -137,6 +144,40 @@ class ChatWidget(anywidget.AnyWidget):
             self._state.history(sorted(messages, key=lambda m: m.get("created_at", 0)))
             self._push(force=True)
 
+    def load_activity(self) -> dict[str, Any]:
+        """Fetch the conversation's timeline (messages, tool calls, workflow nodes, files
+        written, durations, tokens) into the widget's Activity section; returns it."""
+        if not self._state.conversation_id:
+            return {}
+        activity = self.studio.activity(conversation_id=self._state.conversation_id)
+        self.timeline = activity
+        return activity
+
+    def _reattach(self) -> None:
+        """Follow the conversation's chat if it is still running (a kernel restarted, a
+        page reloaded): its events from the first, then live until it ends."""
+        conversation_id = self._state.conversation_id
+        try:
+            listed = self.studio.conversations(self.bot_id)
+            found = [c for c in listed if c["id"] == conversation_id]
+        except StudioError:
+            return
+        if not found or found[0].get("state") != "running" or not found[0].get("chat_id"):
+            with contextlib.suppress(StudioError):
+                self.load_activity()
+            return
+        chat_id = str(found[0]["chat_id"])
+        with self._lock:
+            self._state.reattach(chat_id)
+            self._push(force=True)
+            self._thread = threading.Thread(
+                target=self._stream_events,
+                args=(lambda: self.studio.chat_events(chat_id, conversation_id),),
+                daemon=True,
+                name="coze-lab-chat",
+            )
+            self._thread.start()
+
     def wait(self, timeout: float | None = None) -> ChatWidget:
         """Block until the current answer has finished streaming (scripts and tests)."""
         with self._done:
@@ -151,10 +192,14 @@ class ChatWidget(anywidget.AnyWidget):
 
     # ---- streaming ----------------------------------------------------------------------
     def _stream(self, text: str) -> None:
+        conversation_id = self._state.conversation_id or None
+        self._stream_events(
+            lambda: self.studio.chat_stream(self.bot_id, text, conversation_id=conversation_id)
+        )
+
+    def _stream_events(self, events: Any) -> None:
         try:
-            for event in self.studio.chat_stream(
-                self.bot_id, text, conversation_id=self._state.conversation_id or None
-            ):
+            for event in events():
                 with self._lock:
                     self._state.apply(event.event, event.data)
                     self._push()
@@ -168,6 +213,11 @@ class ChatWidget(anywidget.AnyWidget):
                 self._push(force=True)
                 self._done.notify_all()
             self._show_questions(self._state.waiting_runs())
+            threading.Thread(target=self._refresh_activity, daemon=True).start()
+
+    def _refresh_activity(self) -> None:
+        with contextlib.suppress(StudioError):
+            self.load_activity()
 
     def _show_questions(self, run_ids: list[str]) -> None:
         """Fetch what the tools' paused runs ask (answered elsewhere: nothing is left)."""
@@ -232,6 +282,8 @@ class ChatWidget(anywidget.AnyWidget):
                 self.clear()
             elif kind == "history":
                 self.load_history()
+            elif kind == "activity":
+                self.load_activity()
             elif kind == "answer":
                 self.answer(str(content.get("event_id")), content.get("data"))
         except (StudioError, ValueError, RuntimeError) as exc:

@@ -33,6 +33,26 @@ class ChatState:
     usage: dict[str, Any] | None = None
     #: questions that workflow runs started by this chat's tools wait on, answerable inline
     questions: list[dict[str, Any]] = field(default_factory=list)
+    #: while a re-attached chat's events replay: the messages already started over
+    replayed: set[str] | None = None
+
+    def reattach(self, chat_id: str) -> None:
+        """A running chat is followed again from its first event (after a reload): the
+        messages it streams replace what the history showed of them.
+
+        Example:
+            >>> state = ChatState(messages=[{"id": "m1", "role": "assistant",
+            ...     "type": "answer", "content": "Hel", "streaming": False}])
+            >>> state.reattach("c1")
+            >>> state.apply("conversation.message.delta", {"id": "m1", "role": "assistant",
+            ...             "type": "answer", "content": "Hel"})
+            >>> state.messages[-1]["content"], state.status
+            ('Hel', 'streaming')
+        """
+        self.chat_id = chat_id
+        self.status = "streaming"
+        self.error = ""
+        self.replayed = set()
 
     def waiting_runs(self) -> list[str]:
         """Runs of workflow tools that paused on a question, oldest first, each once."""
@@ -104,6 +124,7 @@ class ChatState:
         elif event == ev.DONE and self.status == "streaming":
             self.status = "completed"
         if self.status != "streaming":
+            self.replayed = None
             for message in self.messages:
                 message["streaming"] = False
 
@@ -135,11 +156,17 @@ class ChatState:
         key = str(data.get("id") or "")
         for message in reversed(self.messages):
             if key and message["id"] == key:
+                if self.replayed is not None and key not in self.replayed:
+                    self.replayed.add(key)
+                    message["content"] = ""  # the replay starts it over
+                    message["streaming"] = True
                 if complete:
                     message.update(_shown(data, streaming=False))
                 else:
                     message["content"] += str(data.get("content") or "")
                 return
+        if self.replayed is not None and key:
+            self.replayed.add(key)
         self.messages.append(_shown(data, streaming=not complete))
 
 

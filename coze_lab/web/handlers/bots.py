@@ -259,8 +259,15 @@ class StudioBotConversationsHandler(BotsArea):
             page_num=_page_num(self),
             page_size=_page_size(self, "page_size"),
         )
+        states = self.runtime.activity.states(user.id, [c.id for c in items])
         self.reply(
-            {"conversations": [serialize.conversation(c) for c in items], "has_more": has_more}
+            {
+                "conversations": [
+                    {**serialize.conversation(c), **serialize.session_state(states[c.id])}
+                    for c in items
+                ],
+                "has_more": has_more,
+            }
         )
 
 

@@ -69,3 +69,24 @@ class FileHistoryHandler(CozeHandler):
             user.id, parse_id(conversation_id, "conversation_id")
         )
         self.reply({"items": [serialize.file_event(e) for e in events]})
+
+
+class ConversationActivityHandler(CozeHandler):
+    """GET one of your conversations' activity: its run state and timeline."""
+
+    def get(self, conversation_id: str) -> None:
+        user = self.studio_user()
+        line = self.runtime.activity.conversation(
+            user.id, parse_id(conversation_id, "conversation_id")
+        )
+        self.reply(serialize.timeline(line))
+
+
+class RunActivityHandler(CozeHandler):
+    """GET one of your workflow runs' activity: its run state and timeline."""
+
+    def get(self, run_id: str) -> None:
+        user = self.studio_user()
+        self.reply(
+            serialize.timeline(self.runtime.activity.run(user.id, parse_id(run_id, "run_id")))
+        )

@@ -9,7 +9,7 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value
-from coze_lab.web.requests import parse_retry
+from coze_lab.web.requests import parse_retry, parse_run_workspace
 from coze_lab.web.sse import last_event_id, send_event, start_stream
 
 
@@ -65,11 +65,14 @@ class WorkflowDraftRunHandler(WorkflowsArea):
     async def post(self, workflow_id: str) -> None:
         user = self.studio_user()
         body = self.json_body()
+        workspace, files = parse_run_workspace(body)
         run_id = await self.runtime.runs.start(
             user.id,
             parse_id(workflow_id, "workflow_id"),
             body.get("parameters") or {},
             draft=True,
+            workspace=workspace,
+            workspace_files=files,
         )
         self.reply({"execute_id": str(run_id)}, status=201)
 

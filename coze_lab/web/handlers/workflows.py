@@ -10,7 +10,11 @@ from coze_lab.core.ids import parse_id
 from coze_lab.web import serialize
 from coze_lab.web.base import CozeHandler
 from coze_lab.web.params import int_value, version_number
-from coze_lab.web.requests import parse_workflow_bot, parse_workflow_parameters
+from coze_lab.web.requests import (
+    parse_run_workspace,
+    parse_workflow_bot,
+    parse_workflow_parameters,
+)
 from coze_lab.web.sse import send_event, start_stream
 
 
@@ -26,6 +30,7 @@ class WorkflowHandler(CozeHandler):
         raw = body.get("version", body.get("workflow_version"))
         workflow_id, parameters = self.workflow_id(body), parse_workflow_parameters(body)
         at_version, target = version_number(raw, "version"), parse_workflow_bot(body)
+        workspace, files = parse_run_workspace(body)
         context = None
         if target is not None:  # ``bot_id``: whose variables the run reads and writes
             bot_id, uid = target
@@ -39,6 +44,8 @@ class WorkflowHandler(CozeHandler):
             ignore_undeclared=True,
             at_version=at_version,
             bot_context=context,
+            workspace=workspace,
+            workspace_files=files,
         )
 
     async def stream(self, run_id: int, after: int) -> None:

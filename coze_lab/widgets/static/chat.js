@@ -185,6 +185,53 @@ function questionForm(q, answer) {
   return box;
 }
 
+const KIND_LABELS = {
+  chat: "Chat", message: "You", tool_call: "Tool call", tool_result: "Tool result",
+  answer: "Answer", run: "Run", node: "Node", question: "Question", file: "File",
+};
+const STATE_LABELS = { idle: "new", running: "running", waiting: "waiting for you", done: "done", failed: "failed", canceled: "canceled" };
+
+function duration(ms) {
+  if (ms === null || ms === undefined) return "";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function tokens(usage) {
+  const count = usage && (usage.token_count || usage.total_tokens);
+  return count ? `${count} tok` : "";
+}
+
+/** The conversation's activity: every message, tool call, node and file, in order. */
+export function timelineView(activity) {
+  const items = (activity && activity.items) || [];
+  const start = items.length ? items[0].at_ms : 0;
+  const state = (activity && activity.state) || "idle";
+  const head = h(
+    "div",
+    { class: "coze-timeline-head" },
+    h("span", { class: `coze-state coze-state-${state}`, dataset: { testid: "coze-chat-state", state } }, STATE_LABELS[state] || state),
+    h("span", {}, `${items.length} events`),
+    tokens(activity && activity.usage) || null
+  );
+  const rows = items.map((item) => {
+    const meta = [item.status, duration(item.duration_ms), tokens(item.usage)].filter(Boolean).join(" · ");
+    return h(
+      "details",
+      { class: `coze-timeline-item coze-kind-${item.kind}`, dataset: { testid: "coze-timeline-item", kind: item.kind, path: item.path || "" } },
+      h(
+        "summary",
+        {},
+        h("span", { class: "coze-timeline-at" }, `+${((item.at_ms - start) / 1000).toFixed(1)}s`),
+        h("span", { class: "coze-timeline-kind" }, KIND_LABELS[item.kind] || item.kind),
+        h("span", { class: "coze-timeline-title" }, item.title),
+        meta ? h("span", { class: "coze-timeline-meta" }, meta) : null
+      ),
+      item.detail ? h("pre", {}, item.detail) : null
+    );
+  });
+  return h("div", { class: "coze-timeline", dataset: { testid: "coze-timeline" } }, head, ...rows);
+}
+
 function render({ model, el }) {
   el.classList.add("coze-widget", "coze-chat");
   const title = h("div", { class: "coze-chat-title" });
@@ -207,7 +254,12 @@ function render({ model, el }) {
   const cancel = h("button", { class: "coze-button", type: "button" }, "Cancel");
   const clear = h("button", { class: "coze-button", type: "button", title: "Start a new context; history stays" }, "Clear context");
   const history = h("button", { class: "coze-button", type: "button" }, "History");
-  el.append(title, log, questions, error, h("div", { class: "coze-chat-input" }, input, h("div", { class: "coze-chat-actions" }, send, cancel, clear, history)));
+  const activity = h("details", { class: "coze-chat-activity", dataset: { testid: "coze-chat-activity" } }, h("summary", {}, "Activity"));
+  const timeline = h("div", {});
+  activity.append(timeline);
+  activity.addEventListener("toggle", () => activity.open && model.send({ type: "activity" }));
+  el.append(title, log, questions, error, h("div", { class: "coze-chat-input" }, input, h("div", { class: "coze-chat-actions" }, send, cancel, clear, history)), activity);
+  const drawTimeline = () => timeline.replaceChildren(timelineView(model.get("timeline") || {}));
 
   const submit = () => {
     const text = input.value.trim();
@@ -250,6 +302,8 @@ function render({ model, el }) {
   drawQuestions();
   for (const name of ["messages", "status", "error", "bot_name"]) model.on(`change:${name}`, draw);
   model.on("change:questions", drawQuestions);
+  drawTimeline();
+  model.on("change:timeline", drawTimeline);
 }
 
 export default { render };

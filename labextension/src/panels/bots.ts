@@ -4,6 +4,7 @@ import { requestAPI } from '../api';
 import { inSpace } from '../space';
 import { errorBox, h, markdown, showError, streamAPI } from '../dom';
 import { ICozeLabPanel } from '../tokens';
+import { IActivity, renderTimeline, STATE_LABELS, statePill } from '../timeline';
 
 /** A bot as the studio API returns it (Coze's Bot object). */
 export interface IBot {
@@ -44,6 +45,34 @@ interface IConversation {
   created_at: number;
   updated_at?: number;
   last_section_id: string;
+  /** run state: idle, running, waiting, done, failed, canceled */
+  state?: string;
+  /** the newest chat (the one a reloaded page re-attaches to while it runs) */
+  chat_id?: string | null;
+}
+
+/** Where the open chat is kept so a reloaded page comes back to it. */
+const OPEN_CHAT_KEY = 'coze-lab:open-chat';
+/** How often a re-attaching stream that broke off is tried again. */
+const REATTACH_TRIES = 5;
+
+function rememberChat(botId: string, conversationId: string): void {
+  try {
+    window.localStorage.setItem(
+      OPEN_CHAT_KEY,
+      JSON.stringify({ bot_id: botId, conversation_id: conversationId })
+    );
+  } catch {
+    /* storage unavailable: nothing to restore after a reload */
+  }
+}
+
+function rememberedChat(): { bot_id: string; conversation_id: string } | null {
+  try {
+    return JSON.parse(window.localStorage.getItem(OPEN_CHAT_KEY) || 'null');
+  } catch {
+    return null;
+  }
 }
 
 /** A stored message (`GET coze_lab/api/conversations/{id}/messages`). */
@@ -63,7 +92,8 @@ const HISTORY_PAGES = 40;
 
 function conversationLabel(c: IConversation): string {
   const when = new Date((c.updated_at || c.created_at) * 1000).toLocaleString();
-  return c.name ? `${c.name} · ${when}` : `#${c.id.slice(-6)} · ${when}`;
+  const state = c.state && c.state !== 'idle' ? `[${STATE_LABELS[c.state] ?? c.state}] ` : '';
+  return state + (c.name ? `${c.name} · ${when}` : `#${c.id.slice(-6)} · ${when}`);
 }
 
 function variablesText(bot: IBot | null): string {
@@ -125,8 +155,10 @@ function publishState(bot: IBot): HTMLElement {
  * (Playground), streamed from `POST coze_lab/api/bots/{id}/chat`.
  */
 export class BotsPanel extends Widget implements ICozeLabPanel {
-  constructor() {
+  /** `openTab` shows a widget in the main area (a conversation's timeline, roomier). */
+  constructor(options: { openTab?: (widget: Widget) => void } = {}) {
     super();
+    this._openTab = options.openTab ?? null;
     this.id = 'coze-lab-bots';
     this.addClass('jp-CozeLab-panel');
     // A larger share of the sidebar's height than the small sections get.
@@ -151,6 +183,14 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       this._bots = data.bots;
       this._renderList();
       showError(this._error, null);
+      if (!this._selected) {
+        // after a page reload: back to the chat that was open (re-attached if it runs)
+        const open = rememberedChat();
+        const bot = open && this._bots.find(b => b.bot_id === open.bot_id);
+        if (bot && open) {
+          this._openChat(bot, open.conversation_id);
+        }
+      }
     } catch (error) {
       showError(this._error, error);
     }
@@ -374,12 +414,31 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     }
   }
 
-  private _openChat(bot: IBot): void {
+  private _openChat(bot: IBot, conversationId = ''): void {
     this._selected = bot.bot_id;
-    this._conversation = '';
+    this._conversation = conversationId;
     this._chatId = '';
     this._renderList();
+    rememberChat(bot.bot_id, conversationId);
     const log = h('div', { class: 'jp-CozeLab-chatlog', testid: 'coze-lab-chat-log' });
+    const state = h('span', { class: 'jp-CozeLab-chatstate' });
+    const activity = h('div', { class: 'jp-CozeLab-activity', testid: 'coze-lab-activity' });
+    const showActivity = h(
+      'button',
+      { class: 'jp-CozeLab-link', testid: 'coze-lab-activity-toggle', title: 'Activity timeline' },
+      'Activity'
+    );
+    const openTab = h(
+      'button',
+      {
+        class: 'jp-CozeLab-link',
+        testid: 'coze-lab-activity-open',
+        title: 'The timeline in a tab of the main area'
+      },
+      'Open in a tab'
+    );
+    openTab.hidden = !this._openTab;
+    let conversations: IConversation[] = [];
     const picker = h(
       'select',
       { testid: 'coze-lab-chat-conversations', title: 'Conversation' },
@@ -410,10 +469,17 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
         if (!isCurrent()) {
           return;
         }
+        conversations = data.conversations;
+        const current = conversations.find(c => c.id === this._conversation);
+        state.replaceChildren(current?.state ? statePill(current.state) : '');
         picker.replaceChildren(
           h('option', { value: '' }, 'New conversation'),
           ...data.conversations.map(c =>
-            h('option', { value: c.id, dataset: { conversationId: c.id } }, conversationLabel(c))
+            h(
+              'option',
+              { value: c.id, dataset: { conversationId: c.id, state: c.state ?? '' } },
+              conversationLabel(c)
+            )
           )
         );
         picker.value = this._conversation;
@@ -460,6 +526,7 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
           );
         } else if (message.role === 'assistant' && message.type !== 'verbose' && message.type !== 'follow_up') {
           const node = this._messageNode(message.type);
+          node.dataset.messageId = message.id;
           this._fill(node, message.type, message.content);
           log.append(node);
         }
@@ -485,7 +552,6 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       log.append(h('div', { class: 'jp-CozeLab-msg jp-mod-user', testid: 'coze-lab-chat-question' }, text));
       const answers = new Map<string, HTMLElement>();
       const body: Record<string, unknown> = { message: text, stream: true };
-      const started = this._conversation;
       if (this._conversation) {
         body.conversation_id = this._conversation;
       }
@@ -494,47 +560,147 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
           method: 'POST',
           body: JSON.stringify(body)
         })) {
-          const data = event.data ?? {};
-          if (event.event.startsWith('conversation.chat.')) {
-            this._conversation = data.conversation_id || this._conversation;
-            this._chatId = data.id || this._chatId;
-            if (event.event === 'conversation.chat.failed') {
-              showError(this._error, data.last_error?.msg || 'the chat failed');
-            }
-          } else if (
-            event.event === 'conversation.message.delta' ||
-            event.event === 'conversation.message.completed'
-          ) {
-            if (data.role !== 'assistant' || data.type === 'verbose') {
-              continue;
-            }
-            let node = answers.get(data.id);
-            if (!node) {
-              node = this._messageNode(data.type);
-              answers.set(data.id, node);
-              log.append(node);
-            }
-            const full = event.event.endsWith('completed')
-              ? data.content
-              : (node.dataset.raw ?? '') + data.content;
-            node.dataset.raw = full;
-            this._fill(node, data.type, full);
-            log.scrollTop = log.scrollHeight;
-          } else if (event.event === 'error') {
-            showError(this._error, data.msg || 'error');
+          handle(event.event, event.data ?? {}, answers);
+          if (this._conversation && rememberedChat()?.conversation_id !== this._conversation) {
+            rememberChat(bot.bot_id, this._conversation); // a reload comes back to it
           }
         }
       } catch (error) {
         showError(this._error, error);
       } finally {
-        send.disabled = false;
-        cancel.disabled = true;
-        picker.disabled = false;
-        fresh.disabled = false;
+        busy(false);
       }
-      if (this._conversation && this._conversation !== started) {
-        await loadConversations(); // a new conversation: list and select it
+      await loadConversations(); // a new conversation is listed and selected; states change
+      await loadActivity();
+    };
+
+    const busy = (running: boolean): void => {
+      send.disabled = running;
+      cancel.disabled = !running;
+      picker.disabled = running;
+      fresh.disabled = running;
+    };
+
+    /** One chat event into the log (a sent message's stream, or a re-attached one). */
+    const handle = (name: string, data: any, answers: Map<string, HTMLElement>): void => {
+      if (name.startsWith('conversation.chat.')) {
+        this._conversation = data.conversation_id || this._conversation;
+        this._chatId = data.id || this._chatId;
+        if (name === 'conversation.chat.failed') {
+          showError(this._error, data.last_error?.msg || 'the chat failed');
+        }
+      } else if (
+        name === 'conversation.message.delta' ||
+        name === 'conversation.message.completed'
+      ) {
+        if (data.role !== 'assistant' || data.type === 'verbose') {
+          return;
+        }
+        let node = answers.get(data.id);
+        if (!node) {
+          const shown = log.querySelector(`[data-message-id="${data.id}"]`) as HTMLElement | null;
+          node = shown ?? this._messageNode(data.type);
+          node.dataset.raw = ''; // a replay starts the message over
+          node.dataset.messageId = data.id;
+          answers.set(data.id, node);
+          if (!shown) {
+            log.append(node);
+          }
+        }
+        const full = name.endsWith('completed')
+          ? data.content
+          : (node.dataset.raw ?? '') + data.content;
+        node.dataset.raw = full;
+        this._fill(node, data.type, full);
+        log.scrollTop = log.scrollHeight;
+      } else if (name === 'error') {
+        showError(this._error, data.msg || 'error');
       }
+    };
+
+    /** Follow a chat that is still running (after a page reload): its events from the
+     * first on, picking up after the last one seen (Last-Event-ID) when the stream breaks. */
+    const attach = async (chatId: string): Promise<void> => {
+      const conversationId = this._conversation;
+      this._chatId = chatId;
+      busy(true);
+      log.dataset.attached = 'running';
+      const answers = new Map<string, HTMLElement>();
+      let last = '';
+      let finished = false;
+      try {
+        for (let attempt = 0; attempt < REATTACH_TRIES && !finished; attempt++) {
+          const headers: Record<string, string> = last ? { 'Last-Event-ID': last } : {};
+          try {
+            for await (const event of streamAPI(
+              `chats/${chatId}/events?conversation_id=${conversationId}`,
+              { headers }
+            )) {
+              last = event.id || last;
+              if (event.event === 'done') {
+                break;
+              }
+              handle(event.event, event.data ?? {}, answers);
+            }
+            finished = true; // the stream ended: the chat is over
+          } catch (error) {
+            if (attempt === REATTACH_TRIES - 1) {
+              showError(this._error, error);
+            }
+          }
+        }
+      } finally {
+        busy(false);
+      }
+      if (this._conversation !== conversationId || !isCurrent()) {
+        return;
+      }
+      await loadConversations();
+      await loadActivity();
+      log.dataset.attached = 'finished';
+    };
+
+    /** The open conversation's timeline (shown when the Activity toggle is on). */
+    const loadActivity = async (): Promise<void> => {
+      const conversationId = this._conversation;
+      if (!conversationId || !activity.dataset.open) {
+        activity.replaceChildren();
+        return;
+      }
+      try {
+        const data = await requestAPI<IActivity>(`conversations/${conversationId}/activity`);
+        if (this._conversation === conversationId && isCurrent()) {
+          activity.replaceChildren(renderTimeline(data));
+        }
+        const tab = this._tabs.get(conversationId);
+        if (tab && !tab.isDisposed) {
+          tab.render(data);
+        }
+      } catch (error) {
+        showError(this._error, error);
+      }
+    };
+    openTab.onclick = () => {
+      const conversationId = this._conversation;
+      if (!conversationId || !this._openTab) {
+        return;
+      }
+      let tab = this._tabs.get(conversationId);
+      if (!tab || tab.isDisposed) {
+        const label = conversations.find(c => c.id === conversationId);
+        tab = new ActivityTab(
+          conversationId,
+          `${bot.name} · ${label?.name || '#' + conversationId.slice(-6)}`
+        );
+        this._tabs.set(conversationId, tab);
+      }
+      this._openTab(tab);
+      void tab.refresh();
+    };
+    showActivity.onclick = () => {
+      activity.dataset.open = activity.dataset.open ? '' : 'true';
+      showActivity.classList.toggle('jp-mod-active', Boolean(activity.dataset.open));
+      void loadActivity();
     };
     send.onclick = () => void go();
     input.onkeydown = (e: KeyboardEvent) => {
@@ -569,6 +735,9 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       picker.value = '';
       log.replaceChildren();
       log.dataset.loaded = '';
+      state.replaceChildren();
+      activity.replaceChildren();
+      rememberChat(bot.bot_id, '');
       showError(this._error, null);
       input.focus();
     };
@@ -580,17 +749,35 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
       }
       this._conversation = picker.value;
       this._chatId = '';
+      rememberChat(bot.bot_id, picker.value);
       showError(this._error, null);
-      void loadHistory(picker.value);
+      void open(picker.value);
+    };
+
+    /** Show a conversation: its history, its state and timeline, and its running chat. */
+    const open = async (conversationId: string): Promise<void> => {
+      await loadHistory(conversationId);
+      await loadConversations();
+      await loadActivity();
+      const current = conversations.find(c => c.id === conversationId);
+      if (current?.state === 'running' && current.chat_id && this._conversation === conversationId) {
+        await attach(current.chat_id);
+      }
     };
     this._chat.replaceChildren(
       h('div', { class: 'jp-CozeLab-subhead' }, `Chat with ${bot.name} (draft)`),
       h('div', { class: 'jp-CozeLab-row' }, picker, fresh),
+      h('div', { class: 'jp-CozeLab-row' }, state, showActivity, openTab),
       log,
       input,
-      h('div', {}, send, cancel, clear)
+      h('div', {}, send, cancel, clear),
+      activity
     );
-    void loadConversations();
+    if (conversationId) {
+      void open(conversationId);
+    } else {
+      void loadConversations();
+    }
     input.focus();
   }
 
@@ -616,6 +803,8 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
     }
   }
 
+  private _openTab: ((widget: Widget) => void) | null;
+  private _tabs = new Map<string, ActivityTab>();
   private _bots: IBot[] = [];
   private _selected = '';
   private _conversation = '';
@@ -625,4 +814,50 @@ export class BotsPanel extends Widget implements ICozeLabPanel {
   private _editor: HTMLDivElement;
   private _chat: HTMLDivElement;
   private _variables: HTMLDivElement;
+}
+
+/** A conversation's timeline in a main-area tab (refreshed as its chats go on). */
+class ActivityTab extends Widget {
+  constructor(conversationId: string, label: string) {
+    super();
+    this._conversationId = conversationId;
+    this.id = `coze-lab-activity-${conversationId}`;
+    this.addClass('jp-CozeLab-activity-tab');
+    this.node.dataset.testid = 'coze-lab-activity-tab';
+    this.title.label = `Activity · ${label}`;
+    this.title.closable = true;
+    this._error = errorBox('coze-lab-activity-tab-error');
+    this._body = h('div', {});
+    const refresh = h(
+      'button',
+      { class: 'jp-CozeLab-link', onclick: () => void this.refresh() },
+      'Refresh'
+    );
+    this.node.append(
+      h(
+        'div',
+        { class: 'jp-CozeLab-activity-page', testid: 'coze-lab-activity-page' },
+        h('div', { class: 'jp-CozeLab-subhead' }, `Activity of ${label}`, refresh),
+        this._error,
+        this._body
+      )
+    );
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.render(await requestAPI<IActivity>(`conversations/${this._conversationId}/activity`));
+      showError(this._error, null);
+    } catch (error) {
+      showError(this._error, error);
+    }
+  }
+
+  render(activity: IActivity): void {
+    this._body.replaceChildren(renderTimeline(activity));
+  }
+
+  private _conversationId: string;
+  private _error: HTMLDivElement;
+  private _body: HTMLDivElement;
 }
