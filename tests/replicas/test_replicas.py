@@ -52,6 +52,11 @@ def begin(topic: str):
 talk.llm("speak", prompt="Talk about {{begin.topic}}")
 talk.end(said="{{speak.output}}")
 
+flow = cl.Workflow("flow", description="A chat-flow: one slow model call")
+flow.inputs(USER_INPUT=str)
+flow.llm("speak", prompt="{{start.USER_INPUT}}")
+flow.end(output="{{speak.output}}")
+
 
 @pytest.fixture
 def database() -> Iterator[str]:
@@ -101,9 +106,9 @@ class Replicas:
         coze.bots.publish(bot_id=bot.bot_id, connector_ids=["1024"])
         return bot.bot_id
 
-    def workflow(self) -> str:
-        path = self.tmp_path / "talk.json"
-        path.write_text(json.dumps(talk.to_json()))
+    def workflow(self, workflow: cl.Workflow = talk) -> str:
+        path = self.tmp_path / f"{workflow.name}.json"
+        path.write_text(json.dumps(workflow.to_json()))
         args = ["--data-dir", str(self.tmp_path / "a"), "--database-url", self.database]
         made = run_cli(*args, "workflow", "import", str(path), "--user", "alice", "--publish")
         assert made.returncode == 0, made.stderr
@@ -253,6 +258,55 @@ def test_a_cancel_sent_to_b_stops_a_run_executing_on_a(replicas: Replicas) -> No
     assert stopped < STOP_BOUND_S, f"A stopped after {stopped:.2f} s: not woken by NOTIFY"
     run = httpx.get(
         f"{replicas.a.url}/coze_lab/api/runs/{started.execute_id}", headers=replicas.headers()
+    ).json()["data"]
+    assert run["status"] == "canceled"
+
+
+def test_a_chat_flow_on_a_is_reattached_and_canceled_through_b(replicas: Replicas) -> None:
+    workflow_id = replicas.workflow(flow)
+    replicas.model_server.chunk_delay = 0.01
+    replicas.model_server.script([TextReply(ANSWER), TextReply(ANSWER, delay=30)])
+
+    def leave_after(events: int) -> tuple[Any, int]:
+        stream = replicas.coze(replicas.a).workflows.chat.stream(
+            workflow_id=workflow_id, additional_messages=[Message.build_user_question_text("go")]
+        )
+        chat = None
+        for seen, event in enumerate(stream, 1):
+            chat = chat or event.chat
+            if seen == events:
+                break
+        stream._raw_response.close()
+        return chat, events
+
+    chat, seen = leave_after(1)
+    params = {"conversation_id": chat.conversation_id, "chat_id": chat.id}
+    rest = read_events(
+        f"{replicas.b.url}/v3/chat/events", replicas.headers(**{"Last-Event-ID": str(seen)}), params
+    )
+    assert [seq for seq, _, _ in rest] == list(range(seen + 1, seen + len(rest) + 1))
+    assert [name for _, name, _ in rest][-3:] == [
+        "conversation.message.completed",
+        "conversation.chat.completed",
+        "done",
+    ]
+    assert rest[-3][2]["content"] == ANSWER
+    coze_b = replicas.coze(replicas.b)
+    assert coze_b.chat.retrieve(**params).status == ChatStatus.COMPLETED
+
+    waiting, _ = leave_after(2)
+    while len(replicas.model_server.requests) < 2:  # the run's llm node waits on A
+        time.sleep(0.02)
+    sent = time.monotonic()
+    canceled = coze_b.chat.cancel(conversation_id=waiting.conversation_id, chat_id=waiting.id)
+    assert canceled.status == ChatStatus.CANCELED
+    while replicas.model_server.disconnects == 0 and time.monotonic() - sent < 20:
+        time.sleep(0.01)
+    assert replicas.model_server.disconnects == 1, "A kept running the canceled chat-flow's run"
+    assert time.monotonic() - sent < STOP_BOUND_S
+    run = httpx.get(
+        f"{replicas.b.url}/coze_lab/api/runs/{canceled.meta_data['execute_id']}",
+        headers=replicas.headers(),
     ).json()["data"]
     assert run["status"] == "canceled"
 
