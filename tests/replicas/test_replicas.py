@@ -7,7 +7,9 @@
   PostgreSQL a chat does not poll its status) or before its run's next lease renewal (10 s);
   the bound below is far under both and far over the wake-up (timings: ``bench/replicas.py``);
 - A killed with SIGKILL mid-chat and mid-run: B fails the chat within ``chat_lost_after_s``
-  with its partial answer kept, and finishes the run.
+  with its partial answer kept, and finishes the run (a chat-flow's chat: failed too, its
+  run finished by B);
+- a chat-flow's chat started on A is re-attached and canceled through B (its run stops).
 
 PostgreSQL only (marker ``postgresql``): selected when ``COZE_LAB_TEST_DATABASE_URL`` is
 set, as CI does; a configured server that cannot be reached fails them.
@@ -322,17 +324,26 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         COZE_LAB_WORKFLOW_LEASE_S="2",
     )
     try:
-        bot_id, workflow_id = pair.bot(), pair.workflow()
-        model_server.script([TextReply(ANSWER, delay=30), TextReply(ANSWER)])
+        bot_id, workflow_id, flow_id = pair.bot(), pair.workflow(), pair.workflow(flow)
+        model_server.script(
+            [TextReply(ANSWER, delay=30), TextReply(ANSWER), TextReply(ANSWER, delay=30)]
+        )
         run = pair.coze(pair.a).workflows.runs.create(
             workflow_id=workflow_id, parameters={"topic": "rivers"}, is_async=True
         )
         while not model_server.requests:  # the run's llm node waits for its answer on A
             time.sleep(0.02)
         chat, streamed, seen = start_chat(pair.coze(pair.a), bot_id, 60)
+        flow_stream = pair.coze(pair.a).workflows.chat.stream(
+            workflow_id=flow_id, additional_messages=[Message.build_user_question_text("go")]
+        )
+        flow_chat = next(iter(flow_stream)).chat
+        flow_stream._raw_response.close()
+        while len(model_server.requests) < 3:  # the chat-flow's llm node waits on A
+            time.sleep(0.02)
         # long enough for a few partial writes, and for B to see the chat alive
         time.sleep(4 * LOST_AFTER_S * 0.6 / 3)
-        assert len(model_server.requests) == 2 and model_server.completed == 0
+        assert len(model_server.requests) == 3 and model_server.completed == 0
         pair.a.kill()  # SIGKILL: no shutdown code runs
         killed = time.monotonic()
 
@@ -373,5 +384,21 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         assert info["status"] == "succeeded", info
         assert info["outputs"]["said"]
         assert "recovering run" in pair.b.log()
+        # the chat-flow's chat failed with A; its run is finished by B too
+        flow_events = read_events(
+            f"{pair.b.url}/v3/chat/events",
+            pair.headers(),
+            {"conversation_id": flow_chat.conversation_id, "chat_id": flow_chat.id},
+        )
+        assert [name for _, name, _ in flow_events][-2:] == ["conversation.chat.failed", "done"]
+        flow_run = flow_chat.meta_data["execute_id"]
+        while time.monotonic() < deadline:
+            info = httpx.get(
+                f"{pair.b.url}/coze_lab/api/runs/{flow_run}", headers=pair.headers()
+            ).json()["data"]
+            if info["status"] not in ("running",):
+                break
+            time.sleep(0.2)
+        assert info["status"] == "succeeded", info
     finally:
         pair.stop()
