@@ -434,13 +434,17 @@ def hub_users(
                 for key in before:
                     spent = cpu_delta(before[key], after[key])
                     cpu.setdefault(key, []).append(spent / max(ops, 1) * 1000)
+                split = [
+                    after["service"][p] - before["service"].get(p, 0.0) for p in after["service"]
+                ]
                 jiffies = machine_after[0] - machine[0], machine_after[1] - machine[1]
                 busy.append(100 * jiffies[0] / max(jiffies[1], 1))
                 print(
                     f"  {replicas} replica(s): {ops / elapsed:.1f} ops/s, first delta p50 "
                     f"{first[-2]:.0f} ms p95 {first[-1]:.0f} ms, run p50 {done[-2]:.0f} ms "
                     f"p95 {done[-1]:.0f} ms, errors {len(tally.errors)}, CPUs busy "
-                    f"{busy[-1]:.0f}% ({load()})",
+                    f"{busy[-1]:.0f}%, service CPU s per replica "
+                    f"{' / '.join(f'{v:.1f}' for v in split)} ({load()})",
                     flush=True,
                 )
             medians[replicas] = statistics.median(rates)

@@ -299,18 +299,19 @@ def test_a_chat_flow_on_a_is_reattached_and_canceled_through_b(replicas: Replica
     waiting, _ = leave_after(2)
     while len(replicas.model_server.requests) < 2:  # the run's llm node waits on A
         time.sleep(0.02)
+    time.sleep(0.3)  # as in the run cancel test: the model server is waiting on it
     sent = time.monotonic()
     canceled = coze_b.chat.cancel(conversation_id=waiting.conversation_id, chat_id=waiting.id)
     assert canceled.status == ChatStatus.CANCELED
     while replicas.model_server.disconnects == 0 and time.monotonic() - sent < 20:
         time.sleep(0.01)
-    assert replicas.model_server.disconnects == 1, "A kept running the canceled chat-flow's run"
-    assert time.monotonic() - sent < STOP_BOUND_S
     run = httpx.get(
         f"{replicas.b.url}/coze_lab/api/runs/{canceled.meta_data['execute_id']}",
         headers=replicas.headers(),
     ).json()["data"]
     assert run["status"] == "canceled"
+    assert replicas.model_server.disconnects == 1, "A kept running the canceled chat-flow's run"
+    assert time.monotonic() - sent < STOP_BOUND_S
 
 
 def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
