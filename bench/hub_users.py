@@ -7,9 +7,10 @@ model server answers) and a workflow whose question node asks them something. Ev
 loops: a streamed chat (``/v3/chat``), then a workflow run (``stream_run`` → the question →
 ``stream_resume`` → done), all at ``<hub>/services/coze-lab/``.
 
-Run against 1 and then 2 service replicas: the second is a ``coze-lab serve`` with the
+Run against 2 and then 1 service replicas: the second is a ``coze-lab serve`` with the
 hub-managed one's environment, both binding the port with ``reuse_port`` (SO_REUSEPORT: the
-kernel spreads the proxy's connections over them). CPU seconds of each process group per
+kernel spreads the proxy's connections over them; each round prints each replica's CPU, so
+an idle replica shows). CPU seconds of each process group per
 operation come from ``/proc``.
 """
 
@@ -172,6 +173,12 @@ class BenchHub:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the second replica did not start")
             time.sleep(0.2)
+
+    def remove_replica(self) -> None:
+        """Stop the replica ``add_replica`` started."""
+        proc = self.extra.pop()
+        proc.terminate()
+        proc.wait(30)
 
     def stop(self) -> None:
         for proc in self.extra:
@@ -407,13 +414,17 @@ def hub_users(
                     )
                 return made
 
+        # the proxy keeps its connections to the service open and reuses them: the second
+        # replica listens before any traffic, so the kernel spreads those connections over
+        # both; for one replica it stops, its connections close and the proxy reconnects to
+        # the first (the warm-up round absorbs that)
+        bench.add_replica()
         users = asyncio.run(setup())
-        asyncio.run(users_round(bench.service, users, 1))  # warm-up
         medians: dict[int, float] = {}
-        for replicas in (1, 2):
-            if replicas == 2:
-                bench.add_replica()
-                asyncio.run(users_round(bench.service, users, 1))  # warm-up
+        for replicas in (2, 1):
+            if replicas == 1:
+                bench.remove_replica()
+            asyncio.run(users_round(bench.service, users, 1))  # warm-up
             groups = Groups(bench.proxy_pids(), [bench.process.pid], bench.replica_pids())
             rates, first, done, errors = [], [], [], 0
             cpu: dict[str, list[float]] = {}
