@@ -7,11 +7,17 @@
    and on PostgreSQL.
 2. ``/v1/workflow/run`` (3-node workflow, 16 concurrent clients) on PostgreSQL against
    SQLite, one server process each.
+3. 50 simulated hub users (``bench/hub_users.py``): a real JupyterHub, hub API tokens from
+   its REST API, chats with a published bot and workflow runs that ask a question, through
+   the hub's proxy at ``/services/coze-lab/``, against 1 and then 2 service replicas on
+   PostgreSQL: throughput, p50/p95 of the first delta and of run completion, errors, the
+   2-replica/1-replica ratio, and each process group's CPU per operation (from ``/proc``).
 
 Every figure is min / median / max of 3 rounds, printed with the machine's load average
 (other work shares these two cores).
 
-    python bench/hub.py [--sizes 1000,10000,100000] [--pg URL | --no-pg]
+    python bench/hub.py [--sizes 1000,10000,100000] [--pg URL | --no-pg] [--users 50]
+    python bench/hub.py --quick     # a smoke run: every part, small and once
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.engine import chain  # noqa: E402
+from bench.hub_users import hub_users  # noqa: E402
 from coze_lab.config import CozeLab  # noqa: E402
 from coze_lab.core.ids import new_id  # noqa: E402
 from coze_lab.services import Runtime  # noqa: E402
@@ -46,6 +53,8 @@ from tests.support import ServerProcess, pg_schema, run_cli  # noqa: E402
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 ROUNDS = 3
+#: runs per round of the throughput part
+RUNS = 300
 
 
 def load() -> str:
@@ -206,7 +215,7 @@ def run_throughput(pg_url: str | None, tmp: Path) -> list[tuple[str, str]]:
         for kind in kinds:
             with database(kind, pg_url or "", tmp) as url:
                 rate, failures = asyncio.run(
-                    run_rate(url, tmp / secrets.token_hex(3) / "data", 300, 16)
+                    run_rate(url, tmp / secrets.token_hex(3) / "data", RUNS, 16)
                 )
                 rates[kind].append(rate)
                 failed += failures
@@ -231,10 +240,18 @@ def main() -> None:
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--skip-lists", action="store_true")
     parser.add_argument("--skip-runs", action="store_true")
+    parser.add_argument("--skip-hub-users", action="store_true")
+    parser.add_argument("--users", type=int, default=50, help="simulated hub users")
+    parser.add_argument("--per-user", type=int, default=2, help="(chat, run) pairs per round")
+    parser.add_argument("--quick", action="store_true", help="every part, small, one round")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     pg = None if args.no_pg else args.pg
     sizes = [int(s) for s in args.sizes.split(",")]
+    global ROUNDS, RUNS
+    if args.quick:
+        ROUNDS, RUNS, sizes = 1, 40, [200]
+        args.users, args.per_user = min(args.users, 4), 1
     rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_lists:
@@ -242,6 +259,15 @@ def main() -> None:
                 rows += list_curve(kind, pg or "", sizes, Path(tmp))
         if not args.skip_runs:
             rows += run_throughput(pg, Path(tmp))
+        if pg and not args.skip_hub_users:
+            with pg_schema(pg, "bench_") as url:
+                rows += hub_users(
+                    url,
+                    Path(tmp) / "hub",
+                    count=args.users,
+                    per_user=args.per_user,
+                    rounds=ROUNDS,
+                )
     print()
     width = max(len(r[0]) for r in rows)
     for name, value in rows:

@@ -135,6 +135,11 @@ class CozeLab(Configurable):
         help="The URL users reach this server at, ending with its base URL (OAuth callbacks); "
         "default: the address the server listens on."
     ).tag(config=True)
+    reuse_port = Bool(
+        False,
+        help="coze-lab serve binds its port with SO_REUSEPORT: several replicas on one host "
+        "listen on the same port and the kernel spreads connections over them.",
+    ).tag(config=True)
     hub_auth_cache_s = Float(
         30.0,
         help="Seconds coze-lab serve, as a JupyterHub service, trusts the hub's answer about a "

@@ -74,7 +74,7 @@ async def serve(
     runtime.start()
     app = make_app(runtime, base_url=base, hub=hub)
     server = httpserver.HTTPServer(app, max_body_size=config.max_upload_bytes + MiB, xheaders=True)
-    sockets = _bind(host, port)
+    sockets = _bind(host, port, reuse_port=config.reuse_port)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
     # behind the hub's proxy: the hub's public URL (a request's Host header is never trusted)
@@ -109,7 +109,7 @@ async def serve(
         await runtime.close()
 
 
-def _bind(host: str, port: int) -> list[socket.socket]:
+def _bind(host: str, port: int, *, reuse_port: bool = False) -> list[socket.socket]:
     from tornado.netutil import bind_sockets
 
-    return bind_sockets(port, address=host)
+    return bind_sockets(port, address=host, reuse_port=reuse_port)

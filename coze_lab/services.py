@@ -369,7 +369,11 @@ class Runtime:
             from coze_lab.core.chat.flow import ChatflowService
 
             self._chatflows = ChatflowService(
-                self.workflows, lambda: self.runs, self.conversations, clock=self.clock
+                self.workflows,
+                lambda: self.runs,
+                self.conversations,
+                lambda: self.chats,
+                clock=self.clock,
             )
         return self._chatflows
 

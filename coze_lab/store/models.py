@@ -315,7 +315,10 @@ class Chat(Base):
         ForeignKey("conversations.id", ondelete="CASCADE"), index=True
     )
     section_id: Mapped[int]
-    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    #: empty for a chat-flow's chat (its workflow and run are in ``meta_data``)
+    bot_id: Mapped[int | None] = mapped_column(
+        ForeignKey("bots.id", ondelete="CASCADE"), nullable=True
+    )
     bot_version: Mapped[int | None]
     connector_id: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(24))

@@ -7,7 +7,9 @@
   PostgreSQL a chat does not poll its status) or before its run's next lease renewal (10 s);
   the bound below is far under both and far over the wake-up (timings: ``bench/replicas.py``);
 - A killed with SIGKILL mid-chat and mid-run: B fails the chat within ``chat_lost_after_s``
-  with its partial answer kept, and finishes the run.
+  with its partial answer kept, and finishes the run (a chat-flow's chat: failed too, its
+  run finished by B);
+- a chat-flow's chat started on A is re-attached and canceled through B (its run stops).
 
 PostgreSQL only (marker ``postgresql``): selected when ``COZE_LAB_TEST_DATABASE_URL`` is
 set, as CI does; a configured server that cannot be reached fails them.
@@ -51,6 +53,11 @@ def begin(topic: str):
 
 talk.llm("speak", prompt="Talk about {{begin.topic}}")
 talk.end(said="{{speak.output}}")
+
+flow = cl.Workflow("flow", description="A chat-flow: one slow model call")
+flow.inputs(USER_INPUT=str)
+flow.llm("speak", prompt="{{start.USER_INPUT}}")
+flow.end(output="{{speak.output}}")
 
 
 @pytest.fixture
@@ -101,9 +108,9 @@ class Replicas:
         coze.bots.publish(bot_id=bot.bot_id, connector_ids=["1024"])
         return bot.bot_id
 
-    def workflow(self) -> str:
-        path = self.tmp_path / "talk.json"
-        path.write_text(json.dumps(talk.to_json()))
+    def workflow(self, workflow: cl.Workflow = talk) -> str:
+        path = self.tmp_path / f"{workflow.name}.json"
+        path.write_text(json.dumps(workflow.to_json()))
         args = ["--data-dir", str(self.tmp_path / "a"), "--database-url", self.database]
         made = run_cli(*args, "workflow", "import", str(path), "--user", "alice", "--publish")
         assert made.returncode == 0, made.stderr
@@ -257,6 +264,62 @@ def test_a_cancel_sent_to_b_stops_a_run_executing_on_a(replicas: Replicas) -> No
     assert run["status"] == "canceled"
 
 
+def test_a_chat_flow_on_a_is_reattached_and_canceled_through_b(replicas: Replicas) -> None:
+    workflow_id = replicas.workflow(flow)
+    replicas.model_server.chunk_delay = 0.01
+    replicas.model_server.script([TextReply(ANSWER), TextReply(ANSWER, delay=30)])
+
+    def leave_after(events: int) -> tuple[Any, int]:
+        stream = replicas.coze(replicas.a).workflows.chat.stream(
+            workflow_id=workflow_id, additional_messages=[Message.build_user_question_text("go")]
+        )
+        chat = None
+        for seen, event in enumerate(stream, 1):
+            chat = chat or event.chat
+            if seen == events:
+                break
+        stream._raw_response.close()
+        return chat, events
+
+    chat, seen = leave_after(1)
+    params = {"conversation_id": chat.conversation_id, "chat_id": chat.id}
+    rest = read_events(
+        f"{replicas.b.url}/v3/chat/events", replicas.headers(**{"Last-Event-ID": str(seen)}), params
+    )
+    assert [seq for seq, _, _ in rest] == list(range(seen + 1, seen + len(rest) + 1))
+    assert [name for _, name, _ in rest][-3:] == [
+        "conversation.message.completed",
+        "conversation.chat.completed",
+        "done",
+    ]
+    assert rest[-3][2]["content"] == ANSWER
+    coze_b = replicas.coze(replicas.b)
+    assert coze_b.chat.retrieve(**params).status == ChatStatus.COMPLETED
+
+    waiting, _ = leave_after(2)
+    while len(replicas.model_server.requests) < 2:  # the run's llm node waits on A
+        time.sleep(0.02)
+    sent = time.monotonic()
+    canceled = coze_b.chat.cancel(conversation_id=waiting.conversation_id, chat_id=waiting.id)
+    assert canceled.status == ChatStatus.CANCELED
+    run_id = canceled.meta_data["execute_id"]
+    run = httpx.get(
+        f"{replicas.b.url}/coze_lab/api/runs/{run_id}", headers=replicas.headers()
+    ).json()["data"]
+    assert run["status"] == "canceled"
+    # A stops the run's task (woken by NOTIFY), whichever signal reaches it first
+    while f"run {run_id} canceled" not in replicas.a.log() and time.monotonic() - sent < 20:
+        time.sleep(0.02)
+    assert f"run {run_id} canceled" in replicas.a.log(), replicas.a.log()[-3000:]
+    assert time.monotonic() - sent < STOP_BOUND_S
+    ended = read_events(
+        f"{replicas.b.url}/v3/chat/events",
+        replicas.headers(),
+        {"conversation_id": waiting.conversation_id, "chat_id": waiting.id},
+    )
+    assert ended[-1][1] == "done"
+
+
 def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
     tmp_path: Path, database: str, model_server: ModelServer
 ) -> None:
@@ -268,17 +331,26 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         COZE_LAB_WORKFLOW_LEASE_S="2",
     )
     try:
-        bot_id, workflow_id = pair.bot(), pair.workflow()
-        model_server.script([TextReply(ANSWER, delay=30), TextReply(ANSWER)])
+        bot_id, workflow_id, flow_id = pair.bot(), pair.workflow(), pair.workflow(flow)
+        model_server.script(
+            [TextReply(ANSWER, delay=30), TextReply(ANSWER), TextReply(ANSWER, delay=30)]
+        )
         run = pair.coze(pair.a).workflows.runs.create(
             workflow_id=workflow_id, parameters={"topic": "rivers"}, is_async=True
         )
         while not model_server.requests:  # the run's llm node waits for its answer on A
             time.sleep(0.02)
         chat, streamed, seen = start_chat(pair.coze(pair.a), bot_id, 60)
+        flow_stream = pair.coze(pair.a).workflows.chat.stream(
+            workflow_id=flow_id, additional_messages=[Message.build_user_question_text("go")]
+        )
+        flow_chat = next(iter(flow_stream)).chat
+        flow_stream._raw_response.close()
+        while len(model_server.requests) < 3:  # the chat-flow's llm node waits on A
+            time.sleep(0.02)
         # long enough for a few partial writes, and for B to see the chat alive
         time.sleep(4 * LOST_AFTER_S * 0.6 / 3)
-        assert len(model_server.requests) == 2 and model_server.completed == 0
+        assert len(model_server.requests) == 3 and model_server.completed == 0
         pair.a.kill()  # SIGKILL: no shutdown code runs
         killed = time.monotonic()
 
@@ -319,5 +391,21 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         assert info["status"] == "succeeded", info
         assert info["outputs"]["said"]
         assert "recovering run" in pair.b.log()
+        # the chat-flow's chat failed with A; its run is finished by B too
+        flow_events = read_events(
+            f"{pair.b.url}/v3/chat/events",
+            pair.headers(),
+            {"conversation_id": flow_chat.conversation_id, "chat_id": flow_chat.id},
+        )
+        assert [name for _, name, _ in flow_events][-2:] == ["conversation.chat.failed", "done"]
+        flow_run = flow_chat.meta_data["execute_id"]
+        while time.monotonic() < deadline:
+            info = httpx.get(
+                f"{pair.b.url}/coze_lab/api/runs/{flow_run}", headers=pair.headers()
+            ).json()["data"]
+            if info["status"] not in ("running",):
+                break
+            time.sleep(0.2)
+        assert info["status"] == "succeeded", info
     finally:
         pair.stop()

@@ -68,3 +68,39 @@ def test_unreachable_database_reports_unhealthy() -> None:
     db = Database("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=1")
     health = db.check()
     assert health["ok"] is False and health["dialect"] == "postgresql"
+
+
+@pytest.mark.parametrize("idle_s", [0.0, 3600.0])
+def test_an_idle_server_connection_that_died_is_replaced_a_busy_one_is_not_pinged(
+    db_url: str, idle_s: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooled connection idle past ``PING_IDLE_S`` is pinged and, dead, replaced on
+    checkout; one used more recently is not pinged (its death fails the next use once)."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite has no server connection to lose")
+    from sqlalchemy.exc import OperationalError
+
+    from coze_lab.store import db as db_module
+
+    monkeypatch.setattr(db_module, "PING_IDLE_S", idle_s)
+    db = Database(db_url)
+    try:
+        pid_of = "select pg_backend_pid()" if "postgresql" in db_url else "select connection_id()"
+        kill = "select pg_terminate_backend(:pid)" if "postgresql" in db_url else "kill :pid"
+        with db.read() as connection:
+            first = connection.execute(text(pid_of)).scalar()
+        killer = Database(db_url)
+        with killer.engine.connect() as connection:
+            connection.execute(text(kill), {"pid": first})
+            connection.commit()
+        killer.dispose()
+        if idle_s == 0.0:
+            with db.read() as connection:
+                assert connection.execute(text(pid_of)).scalar() != first
+        else:
+            with pytest.raises(OperationalError), db.read() as connection:
+                connection.execute(text(pid_of))
+            with db.read() as connection:  # the pool dropped the dead connection
+                assert connection.execute(text(pid_of)).scalar() != first
+    finally:
+        db.dispose()

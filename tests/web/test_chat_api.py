@@ -1133,3 +1133,79 @@ def test_a_chat_flow_whose_run_fails_fails_the_chat(lab: Lab, model_server: Mode
     assert events[-1].chat.usage.token_count > 0
     saved = coze.conversations.messages.list(conversation_id=failed.conversation_id, order="asc")
     assert [m.content for m in saved] == ["Hi", "Hi again", "Hello there."]
+
+
+def chat_events(lab: Lab, chat: object, after: int) -> list[tuple[int, str, dict]]:
+    """GET /v3/chat/events read to its end (``Last-Event-ID: after``): (id, event, data)."""
+    headers = {"Authorization": f"Bearer {lab.tokens['alice']}", "Last-Event-ID": str(after)}
+    params = {"conversation_id": chat.conversation_id, "chat_id": chat.id}
+    out: list[tuple[int, str, dict]] = []
+    with httpx.stream(
+        "GET", lab.server.url + "/v3/chat/events", headers=headers, params=params, timeout=30
+    ) as response:
+        assert response.status_code == 200, response.read()
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if not line:
+                if "event" in fields:
+                    out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+                fields = {}
+            elif not line.startswith(":"):
+                name, _, value = line.partition(": ")
+                fields[name] = value
+    return out
+
+
+def test_a_chat_flow_chat_is_retrieved_reattached_and_canceled(
+    lab: Lab, model_server: ModelServer
+) -> None:
+    import coze_lab as cl
+
+    flow = cl.Workflow("slow_flow")
+    flow.inputs(USER_INPUT=str)
+    flow.llm("reply", prompt="{{start.USER_INPUT}}")
+    flow.end(output="{{reply.output}}")
+    workflow_id = save_workflow(lab, flow)
+    coze = lab.coze()
+
+    def leave_after_start(question: str) -> object:
+        stream = coze.workflows.chat.stream(
+            workflow_id=workflow_id, additional_messages=ask(question)
+        )
+        chat = next(iter(stream)).chat  # created; the client goes away
+        stream._raw_response.close()
+        return chat
+
+    model_server.script([TextReply("Slow answer.", delay=1.0), TextReply("never", delay=30)])
+    chat = leave_after_start("Hi")
+    retrieved = coze.chat.retrieve(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert retrieved.status == ChatStatus.IN_PROGRESS and not retrieved.bot_id
+    assert retrieved.meta_data["workflow_id"] == workflow_id
+    rest = chat_events(lab, chat, after=1)
+    assert [(seq, name) for seq, name, _ in rest] == [
+        (2, "conversation.chat.in_progress"),
+        (3, "conversation.message.delta"),
+        (4, "conversation.message.completed"),
+        (5, "conversation.chat.completed"),
+        (6, "done"),
+    ]
+    assert rest[2][2]["content"] == "Slow answer."
+    done = coze.chat.retrieve(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert done.status == ChatStatus.COMPLETED and done.usage.token_count > 0
+    listed = coze.chat.messages.list(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert [m.content for m in listed] == ["Slow answer."]
+
+    waiting = leave_after_start("Again")
+    while len(model_server.requests) < 2:  # the run's llm node waits for the model
+        time.sleep(0.02)
+    canceled = coze.chat.cancel(conversation_id=waiting.conversation_id, chat_id=waiting.id)
+    assert canceled.status == ChatStatus.CANCELED
+    run = lab.get(f"/coze_lab/api/runs/{canceled.meta_data['execute_id']}").json()["data"]
+    assert run["status"] == "canceled"
+    assert chat_events(lab, waiting, after=0)[-1][1] == "done"
+    with pytest.raises(CozeAPIError) as again:
+        coze.chat.cancel(conversation_id=waiting.conversation_id, chat_id=waiting.id)
+    assert again.value.code == 4104
+    with pytest.raises(CozeAPIError) as hidden:
+        lab.coze("bob").chat.retrieve(conversation_id=chat.conversation_id, chat_id=chat.id)
+    assert hidden.value.code != 0

@@ -23,15 +23,16 @@ from typing import Any
 
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
-from coze_lab.core.chat.service import ChatHandle
+from coze_lab.core.chat.service import ChatHandle, ChatService
 from coze_lab.core.chat.store import ChatInfo
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.conversations import ConversationInfo, MessageInfo, NewMessage
-from coze_lab.core.conversations.service import ConversationService, new_message
+from coze_lab.core.conversations.service import ConversationService
 from coze_lab.core.errors import CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
 from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY, DEFAULT_HISTORY_ROUNDS
 from coze_lab.core.workflows.run_service import RunService
+from coze_lab.core.workflows.run_store import RunInfo
 from coze_lab.core.workflows.service import WorkflowService
 
 log = logging.getLogger("coze_lab.chat")
@@ -55,6 +56,12 @@ class ChatflowService:
     """Start chat-flow chats and run them in the background (the stream may be left; the
     run and its messages go on).
 
+    A chat-flow's chat is stored like a bot's (a ``chats`` row with no bot, its events in
+    the chat's log): it is retrieved, re-attached to and canceled through ``ChatService``
+    from any replica. A cancel cancels its workflow run; a replica that dies mid-flow
+    leaves the chat to be failed by the chat recovery (its run is recovered by another
+    replica's engine).
+
     Example:
         >>> handle = await flows.start(user.id, "1024", ChatflowRequest(wf_id, [question]))
         ... # doctest: +SKIP
@@ -65,14 +72,15 @@ class ChatflowService:
         workflows: WorkflowService,
         runs: Callable[[], RunService],
         conversations: ConversationService,
+        chats: Callable[[], ChatService],
         *,
         clock: Clock = utcnow,
     ) -> None:
         self._workflows = workflows
         self._runs = runs
         self.conversations = conversations
+        self._chats = chats
         self._clock = clock
-        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self, owner_id: int, connector_id: str, request: ChatflowRequest) -> ChatHandle:
         """Write the request's messages, start (or resume) the run and return the chat's
@@ -86,8 +94,9 @@ class ChatflowService:
                 f"workflow {request.workflow_id} is not a chat-flow: its start node declares "
                 f"no {USER_INPUT} input"
             )
-        runs = self._runs()
-        # a new conversation is written once the run has started (a refused run leaves none)
+        chats, runs = self._chats(), self._runs()
+        # a new conversation is written with the chat, once the run has started (a refused
+        # run leaves none)
         conversation = self._conversation(owner_id, connector_id, request.conversation_id)
         waiting = (
             None
@@ -122,44 +131,45 @@ class ChatflowService:
                 ignore_undeclared=True,
                 history=said if wanted else None,
             )
+        new = conversation is None
         if conversation is None:
-            conversation = self.conversations.create(owner_id, connector_id)
-        now = self._clock()
-        chat = ChatInfo(
-            id=new_id(),
-            owner_id=owner_id,
-            conversation_id=conversation.id,
-            section_id=conversation.section_id,
-            bot_id=0,
+            now = self._clock()
+            conversation = ConversationInfo(
+                id=new_id(),
+                owner_id=owner_id,
+                bot_id=None,
+                connector_id=connector_id,
+                name="",
+                meta_data={},
+                section_id=new_id(),
+                created_at=now,
+                updated_at=now,
+            )
+        new_chat = chats.store.prepare(
+            conversation,
+            bot_id=None,
             bot_version=None,
-            connector_id=connector_id,
-            status="in_progress",
-            usage=None,
-            last_error=None,
-            required_action=None,
+            messages=request.messages,
             meta_data={"execute_id": str(run_id), "workflow_id": str(request.workflow_id)},
-            created_at=now,
-            updated_at=now,
-            completed_at=None,
-            failed_at=None,
+            persist=True,
+            new_conversation=new,
         )
-        written = [new_message(conversation, m, now=now, chat_id=chat.id) for m in request.messages]
-        self.conversations.add_messages(owner_id, written)
+        try:
+            await asyncio.to_thread(new_chat.write)
+        except BaseException:  # no chat to answer in: the run stops too
+            await asyncio.shield(runs.cancel(owner_id, run_id))
+            raise
+        chat = new_chat.chat
         channel = ChatChannel()
         channel.put(ChatEvent(ev.CHAT_CREATED, chat=replace(chat, status="created")))
         channel.put(ChatEvent(ev.CHAT_IN_PROGRESS, chat=chat))
-        task = asyncio.get_running_loop().create_task(
-            self._finish(chat, run_id, request.workflow_id, channel, runs),
-            name=f"chatflow-{chat.id}",
+        chats.track(
+            chat.id, self._finish(chat, run_id, request.workflow_id, channel, runs), channel
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return ChatHandle(chat, channel, written)
+        return ChatHandle(chat, channel, new_chat.messages)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Nothing of its own: its chats are ``ChatService`` tasks, closed with it."""
 
     # ---- internals ----------------------------------------------------------------------------
     def _conversation(
@@ -189,6 +199,22 @@ class ChatflowService:
         pending = runs.pending(owner_id, int(execute_id))
         return int(event_id) if any(p.event_id == int(event_id) for p in pending) else None
 
+    async def _wait(self, chat: ChatInfo, run_id: int, runs: RunService) -> RunInfo:
+        """The run once it stops, the chat marked alive meanwhile (a replica that dies
+        leaves it to the recovery); a chat ended elsewhere (a cancel whose signal was
+        lost) stops here."""
+        store, beat = self._chats().store, self._chats().heartbeat_s
+        waiting = asyncio.ensure_future(runs.wait(run_id))
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=beat)
+                if done:
+                    return waiting.result()
+                if not await asyncio.to_thread(store.touch, chat.id):
+                    raise asyncio.CancelledError
+        finally:
+            waiting.cancel()
+
     async def _finish(
         self,
         chat: ChatInfo,
@@ -199,7 +225,7 @@ class ChatflowService:
     ) -> None:
         """Wait for the run to stop, write its answer (or question) and end the stream."""
         try:
-            info = await runs.wait(run_id)
+            info = await self._wait(chat, run_id, runs)
             usage = _usage(info.usage or {})
             meta = {"execute_id": str(run_id), "workflow_id": str(workflow_id)}
             if info.status == "succeeded":
@@ -234,13 +260,24 @@ class ChatflowService:
                 updated_at=now,
                 usage=_answer_usage(info.usage) if info.usage else None,
             )
-            self.conversations.add_messages(chat.owner_id, [answer])
+            done = await asyncio.to_thread(
+                self._chats().store.finish,
+                chat.id,
+                "completed",
+                usage=usage,
+                messages=[answer],
+                owner_id=chat.owner_id,
+            )
+            if done is None:  # canceled meanwhile
+                return
             channel.put(ChatEvent(ev.MESSAGE_DELTA, message=answer))
             channel.put(ChatEvent(ev.MESSAGE_COMPLETED, message=answer))
-            done = replace(chat, status="completed", usage=usage, updated_at=now, completed_at=now)
             channel.put(ChatEvent(ev.CHAT_COMPLETED, chat=done))
         except asyncio.CancelledError:
-            self._failed(channel, chat, 5000, "the server stopped while this chat was running")
+            if self._chats().store.status(chat.id) == "canceled":
+                await asyncio.shield(runs.cancel(chat.owner_id, run_id))
+            else:
+                self._failed(channel, chat, 5000, "the server stopped while this chat was running")
             raise
         except CozeLabError as exc:
             self._failed(channel, chat, exc.code, exc.msg)
@@ -252,15 +289,11 @@ class ChatflowService:
             channel.close()
 
     def _failed(self, channel: ChatChannel, chat: ChatInfo, code: int, msg: str) -> None:
-        now = self._clock()
-        failed = replace(
-            chat,
-            status="failed",
-            last_error={"code": code, "msg": msg},
-            updated_at=now,
-            failed_at=now,
+        failed = self._chats().store.finish(
+            chat.id, "failed", last_error={"code": code, "msg": msg}
         )
-        channel.put(ChatEvent(ev.CHAT_FAILED, chat=failed))
+        if failed is not None:
+            channel.put(ChatEvent(ev.CHAT_FAILED, chat=failed))
 
 
 def history_rounds(definition: Mapping[str, Any]) -> int:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -408,12 +408,16 @@ class ChatService:
     async def cancel(
         self, owner_id: int, connector_id: str, conversation_id: int | None, chat_id: int
     ) -> ChatInfo:
-        """Stop the chat for real: the model stream is closed and the tool loop ends."""
+        """Stop the chat for real: the model stream is closed and the tool loop ends (a
+        chat-flow's chat: its workflow run is canceled, whichever replica runs it)."""
         self.store.get(owner_id, connector_id, conversation_id, chat_id)
         info = self.store.cancel(chat_id)
         task = self._tasks.get(chat_id)
         if task is not None:
             task.cancel()
+        run_id = info.meta_data.get("execute_id") if not info.bot_id else None
+        if run_id and self._runs is not None:
+            await self._runs().cancel(owner_id, int(run_id))
         return info
 
     def get(
@@ -469,13 +473,13 @@ class ChatService:
             while True:
                 channel = self._channels.get(chat_id)
                 if channel is not None and last >= channel.base:  # running here: memory
-                    index = last - channel.base
+                    index, seen = 0, last - channel.base
                     async for item in channel.follow(idle_s=idle_s):
                         if item is None:
                             yield None
                             continue
                         index += 1
-                        if index <= last - channel.base:
+                        if index <= seen:
                             continue
                         last = channel.base + index
                         yield last, item
@@ -609,25 +613,49 @@ class ChatService:
             poll_cancel=not self.signals.shared,
             after=after,
         )
+        task = self.track(chat.id, run.run(), channel, written)
+        # a task canceled before it ran never sent a request
+        task.add_done_callback(lambda _: run.requested.set())
+        return run
+
+    def track(
+        self,
+        chat_id: int,
+        work: Coroutine[Any, Any, None],
+        channel: ChatChannel,
+        written: asyncio.Event | None = None,
+    ) -> asyncio.Task[None]:
+        """Run ``work`` (which puts the chat's events on ``channel``) as the chat's task: a
+        cancel from any replica cancels it, its events go to the chat's log (once
+        ``written`` is set, when given: the chat's row exists) and followers here read them
+        from memory. Chat-flow chats run this way too.
+
+        Example:
+            >>> task = chats.track(chat.id, work(channel), channel)  # doctest: +SKIP
+        """
         loop = asyncio.get_running_loop()
         self.signals.bind()
-        task = loop.create_task(run.run(), name=f"chat-{chat.id}")
-        self._tasks[chat.id] = task
-        self._channels[chat.id] = channel
-        logger = loop.create_task(self._log_events(chat.id, channel, written))
+        task = loop.create_task(work, name=f"chat-{chat_id}")
+        self._tasks[chat_id] = task
+        self._channels[chat_id] = channel
+        logger = loop.create_task(self._log_events(chat_id, channel, written))
         self._loggers.add(logger)
         logger.add_done_callback(self._loggers.discard)
 
         def forget(_: asyncio.Task[None]) -> None:
-            run.requested.set()  # a task canceled before it ran never sent a request
-            self._tasks.pop(chat.id, None)
+            self._tasks.pop(chat_id, None)
             if logger.done():
-                self._channels.pop(chat.id, None)
+                self._channels.pop(chat_id, None)
             else:  # followers here read memory until the log has everything
-                logger.add_done_callback(lambda _: self._channels.pop(chat.id, None))
+                logger.add_done_callback(lambda _: self._channels.pop(chat_id, None))
 
         task.add_done_callback(forget)
-        return run
+        return task
+
+    @property
+    def heartbeat_s(self) -> float:
+        """How often a running chat marks itself alive (see ``lost_after_s``)."""
+        return self._heartbeat_s
 
     async def _log_events(
         self, chat_id: int, channel: ChatChannel, written: asyncio.Event | None

@@ -464,7 +464,7 @@ class ConversationService:
         conversation: ConversationInfo,
         *,
         new: bool,
-        bot_id: int,
+        bot_id: int | None,
         now: datetime,
     ) -> None:
         """A chat starts in ``conversation``: create it (``new``) or mark it updated."""

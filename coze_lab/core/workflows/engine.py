@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ from coze_lab.core.workflows.nodes.composite import CONTROL_KEY, LOOP_CONTROL
 from coze_lab.core.workflows.nodes.llm import CONVERSATION_HISTORY
 from coze_lab.core.workflows.run_store import (
     FINISHED,
+    STEP_WAKE_EVERY_S,
     InterruptInfo,
     InterruptWrite,
     NodeRecord,
@@ -396,6 +398,9 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"
         self._tasks: dict[int, asyncio.Task[RunInfo | None]] = {}
+        #: trailing wake-ups of runs whose last step commits woke no other replica
+        self._trailing: dict[int, asyncio.Task[None]] = {}
+        self._unwoken: dict[int, float] = {}
         self._seq: dict[int, int] = {}
         self._listeners: dict[int, list[asyncio.Queue[tuple[int, str, dict[str, Any]]]]] = {}
         self._recovery: asyncio.Task[None] | None = None
@@ -588,6 +593,8 @@ class Engine:
         canceled = self.store.cancel(run_id, owner_id)
         task = self._tasks.get(run_id)
         if task is not None:
+            if not task.done():
+                log.info("run %s canceled", run_id)
             task.cancel()
         if canceled:
             await self._event(run_id, ev.CANCELED, {})
@@ -719,7 +726,11 @@ class Engine:
             self._recovery = asyncio.get_running_loop().create_task(loop())
 
     async def close(self) -> None:
-        tasks = [t for t in [self._recovery, *self._tasks.values()] if t is not None]
+        tasks = [
+            t
+            for t in [self._recovery, *self._tasks.values(), *self._trailing.values()]
+            if t is not None
+        ]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -971,10 +982,35 @@ class Engine:
         lock = self._commit_locks.setdefault(run_id, asyncio.Lock())
         async with lock:
             numbered = [(self._next_seq(run_id), event, data) for event, data in events]
-            await self._write(
+            woke = await self._write(
                 self.store.commit_step, run_id, writes, numbered, interrupts=interrupts
             )
         self._notify(run_id, numbered)
+        if not woke:
+            self._wake_later(run_id)
+
+    def _wake_later(self, run_id: int) -> None:
+        """Wake the run's followers on other replicas after ``STEP_WAKE_EVERY_S`` unless a
+        later step or the run's end does (a step commit that sent no wake-up)."""
+        self._unwoken[run_id] = time.monotonic()
+        if run_id in self._trailing:
+            return
+
+        async def later() -> None:
+            try:
+                while True:
+                    await asyncio.sleep(STEP_WAKE_EVERY_S)
+                    skipped, woke = self._unwoken.get(run_id), self.store.woke_at(run_id)
+                    if skipped is None or woke is None or woke >= skipped:
+                        return
+                    await self._write(self.store.wake, run_id)
+            except Exception:  # a follower still looks at the database every few seconds
+                log.exception("run %s: trailing wake-up failed", run_id)
+            finally:
+                self._trailing.pop(run_id, None)
+                self._unwoken.pop(run_id, None)
+
+        self._trailing[run_id] = asyncio.get_running_loop().create_task(later())
 
     def _finished(
         self, run: RunInfo, node: NodeSpec, outcome: _Outcome, previous: NodeRecord | None

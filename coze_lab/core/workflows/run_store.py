@@ -6,6 +6,7 @@ looks at its successors; an interrupt is committed together with its node's reco
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -149,12 +150,44 @@ class RunInfo:
         return self.root_run_id or self.id
 
 
+#: a run's step commits wake other replicas at most this often (seconds): a NOTIFY makes
+#: PostgreSQL take a global lock while the transaction commits, so one per step serializes
+#: the commits of concurrent runs. A later step, the run's end or the engine's trailing
+#: wake-up (``Engine``) carries the events of the steps in between.
+STEP_WAKE_EVERY_S = 0.1
+
+
 class RunStore:
     def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
         self.db = db
         self.clock = clock
         #: wakes followers and workers on other replicas (set by the engine)
         self.signals: Signals | None = None
+        #: run id → when its last step wake-up was sent (time.monotonic)
+        self._woke: dict[int, float] = {}
+
+    def _step_wake_due(self, run_id: int) -> bool:
+        """Whether this step of the run sends a wake-up (always, where they are local)."""
+        if self.signals is None or not self.signals.shared or STEP_WAKE_EVERY_S <= 0:
+            return True
+        now = time.monotonic()
+        # a run's first step opens the window: a run that ends within it wakes once, at
+        # its end
+        last = self._woke.setdefault(run_id, now)
+        if now - last < STEP_WAKE_EVERY_S or last == now:
+            return False
+        self._woke[run_id] = now
+        return True
+
+    def woke_at(self, run_id: int) -> float | None:
+        """When the run's last step wake-up was sent (None: none since it ended)."""
+        return self._woke.get(run_id)
+
+    def wake(self, run_id: int) -> None:
+        """Wake the run's followers on every replica now (a trailing wake-up)."""
+        if self.signals is not None:
+            self._woke[run_id] = time.monotonic()
+            self.signals.publish(f"run:{run_id}")
 
     def _wake(self, conn: Any, topic: str) -> None:
         """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
@@ -398,6 +431,7 @@ class RunStore:
                     ],
                 )
                 self._wake(conn, f"run:{run_id}")
+                self._woke.pop(run_id, None)  # its last wake-up carries every step's events
             return now
 
     def cancel(self, run_id: int, owner_id: int) -> bool:
@@ -446,10 +480,12 @@ class RunStore:
         events: list[tuple[int, str, dict[str, Any]]],
         *,
         interrupts: list[InterruptWrite] | None = None,
-    ) -> None:
+    ) -> bool:
         """One transaction: finished and skipped node records, their events, the events of
-        the nodes they unlock, and new interrupts. Plain INSERTs: this is the hot path."""
+        the nodes they unlock, and new interrupts. Plain INSERTs: this is the hot path.
+        False when its events woke no other replica (see ``STEP_WAKE_EVERY_S``)."""
         now = self.clock()
+        wake = bool(events) and self._step_wake_due(run_id)
         with self.db.write() as conn:
             _NODES.run(conn, [_node_row(run_id, n) for n in nodes if not n.exists])
             for node in (n for n in nodes if n.exists):
@@ -495,8 +531,9 @@ class RunStore:
                     for seq, event, data in events
                 ],
             )
-            if events:
+            if wake:
                 self._wake(conn, f"run:{run_id}")
+        return wake or not events
 
     def interrupt(self, event_id: int | str, owner_id: int) -> InterruptInfo:
         event_id = _event_id(event_id)
