@@ -23,6 +23,7 @@ from coze_lab.store import Database
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
     from coze_lab.core.chat.flow import ChatflowService
+    from coze_lab.core.knowledge import Embedder
     from coze_lab.core.models import ModelClient, ModelRegistry
     from coze_lab.core.models.completer import RegistryCompleter
     from coze_lab.core.plugins import PluginService
@@ -93,6 +94,24 @@ class Runtime:
 
         self.usage = UsageService(self.db)
         self.file_history = FileHistory(self.db, clock=clock)
+        from coze_lab.core.knowledge import IngestWorker, KnowledgeService
+
+        #: knowledge documents are ingested by a background job of the serving loop
+        self.ingest = IngestWorker(
+            self.db,
+            embedder=self._embedder,
+            clock=clock,
+            lease_s=config.knowledge_lease_s,
+            poll_s=config.knowledge_poll_s,
+        )
+        self.knowledge = KnowledgeService(
+            self.db,
+            clock=clock,
+            limits=self.limits,
+            embedder=self._embedder,
+            on_queued=self.ingest.wake,
+            max_document_bytes=config.knowledge_max_document_bytes,
+        )
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None
         self._chatflows: ChatflowService | None = None
@@ -124,6 +143,10 @@ class Runtime:
         self.signals.start()
         self.engine.start_recovery_loop()
         self.chats.start_recovery_loop()
+        self.ingest.start()
+        from coze_lab.core.knowledge.search import vector_backend
+
+        log.info("coze_lab knowledge: %s", vector_backend(self.db))
 
     @property
     def sandbox(self) -> Runner:
@@ -272,6 +295,16 @@ class Runtime:
             )
         return self._chatflows
 
+    def _embedder(self) -> Embedder | None:
+        """The knowledge embedder: ``embedding_model`` of the registry, else its default
+        model; None when the registry has no model (recall is then full text only)."""
+        from coze_lab.core.knowledge import RegistryEmbedder
+
+        registry = self.models
+        if not self.config.embedding_model and registry.default_id is None:
+            return None
+        return RegistryEmbedder(lambda: self.models, self.model_client, self.config.embedding_model)
+
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""
         if self.public_url:
@@ -321,6 +354,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.signals.close()
+        await self.ingest.close()
         stop_readers()  # a document being read must not hold up the shutdown
         if self._chats is not None:
             await self._chats.close()
