@@ -111,6 +111,7 @@ class Runtime:
             embedder=self._embedder,
             on_queued=self.ingest.wake,
             max_document_bytes=config.knowledge_max_document_bytes,
+            read_file=lambda owner, file_id: self.files.path_of(owner, file_id).read_bytes(),
         )
         # made on first use, in the event loop that uses them (some are per loop)
         self._chats: ChatService | None = None

@@ -633,9 +633,7 @@ class DatasetChunk(Base):
     __tablename__ = "dataset_chunks"
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    document_id: Mapped[int] = mapped_column(
-        ForeignKey("dataset_documents.id", ondelete="CASCADE")
-    )
+    document_id: Mapped[int] = mapped_column(ForeignKey("dataset_documents.id", ondelete="CASCADE"))
     dataset_id: Mapped[int]
     space_id: Mapped[int]
     seq: Mapped[int] = mapped_column(Integer)
@@ -669,3 +667,17 @@ class KnowledgeJob(Base):
     worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_until: Mapped[datetime | None]
     created_at: Mapped[datetime]
+
+
+#: full-text search objects that only the knowledge migration declares (per dialect): the
+#: FTS5 table (and its shadow tables) on SQLite, the ``tsv`` column on PostgreSQL, the
+#: FULLTEXT index on MySQL/MariaDB
+SEARCH_ONLY = ("dataset_chunks_fts", "tsv", "ix_dataset_chunks_tsv", "ft_dataset_chunks_content")
+
+
+def in_models(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Alembic's ``include_object`` for comparing the models with the database: leaves out
+    the search objects the models cannot express (:data:`SEARCH_ONLY`)."""
+    return not (name or "").startswith(SEARCH_ONLY)

@@ -45,36 +45,33 @@ class ChunkStrategy:
             return cls()
         if not isinstance(data, Mapping):
             raise InvalidParameter("chunk_strategy must be an object")
-        kind = data.get("chunk_type") or 0
-        if kind not in (0, 1):
+        kind = data.get("chunk_type")
+        if isinstance(kind, bool) or kind not in (0, 1, None):
             raise InvalidParameter("chunk_strategy.chunk_type must be 0 (automatic) or 1 (custom)")
-        if kind == 0:
+        if kind != 1:
             return cls()
         separator = data.get("separator")
-        if not isinstance(separator, str) or not separator:
-            raise InvalidParameter("chunk_strategy.separator is required when chunk_type is 1")
+        if not isinstance(separator, str) or not 1 <= len(separator) <= 100:
+            raise InvalidParameter(
+                "chunk_strategy.separator (1 to 100 characters) is required when chunk_type is 1"
+            )
         max_tokens = data.get("max_tokens")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise InvalidParameter("chunk_strategy.max_tokens is required when chunk_type is 1")
         if not 100 <= max_tokens <= 2000:
             raise InvalidParameter("chunk_strategy.max_tokens must be between 100 and 2000")
-        overlap = data.get("overlap", 0) or 0
-        if (
-            isinstance(overlap, bool)
-            or not isinstance(overlap, int)
-            or not 0 <= overlap < max_tokens // 2
-        ):
-            raise InvalidParameter(
-                "chunk_strategy.overlap must be 0 or more tokens, under half of max_tokens"
-            )
-        return cls(
-            1,
-            separator.encode().decode("unicode_escape") if "\\" in separator else separator,
-            max_tokens,
-            overlap,
-            bool(data.get("remove_extra_spaces")),
-            bool(data.get("remove_urls_emails")),
-        )
+        overlap = data.get("overlap") or 0
+        if isinstance(overlap, bool) or not isinstance(overlap, int) or not 0 <= overlap <= 99:
+            raise InvalidParameter("chunk_strategy.overlap must be between 0 and 99 tokens")
+        flags = {}
+        for flag in ("remove_extra_spaces", "remove_urls_emails"):
+            value = data.get(flag)
+            if value is not None and not isinstance(value, bool):
+                raise InvalidParameter(f"chunk_strategy.{flag} must be true or false")
+            flags[flag] = bool(value)
+        # "\\n" typed in a form or a JSON string written by hand means a line break
+        separator = separator.replace("\\n", "\n").replace("\\t", "\t")
+        return cls(1, separator, max_tokens, overlap, **flags)
 
     def to_dict(self) -> dict[str, Any]:
         if self.chunk_type == 0:

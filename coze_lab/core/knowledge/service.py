@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -87,6 +87,8 @@ class NewDocument:
     file_type: str
     data: bytes
     source_type: int = 0
+    #: an uploaded file (``/v1/files/upload``) whose bytes are the document
+    file_id: int | None = None
 
 
 class KnowledgeService:
@@ -110,7 +112,9 @@ class KnowledgeService:
         reranker: Reranker | None = None,
         on_queued: Callable[[], None] = lambda: None,
         max_document_bytes: int = 50 * 1024 * 1024,
+        read_file: Callable[[int, int], bytes] | None = None,
     ) -> None:
+        self._read_file = read_file
         self._db = db
         self._clock = clock
         self._limits = limits or Limits()
@@ -133,7 +137,7 @@ class KnowledgeService:
         """A new, empty knowledge base in ``space_id`` (None: the personal space)."""
         name = self._limits.name(name, "name")
         description = self._limits.description(description, "description")
-        if format_type not in (0, None):
+        if isinstance(format_type, bool) or format_type not in (0, None):
             raise InvalidParameter(
                 "format_type must be 0 (text): table and image knowledge bases are not supported"
             )
@@ -253,6 +257,10 @@ class KnowledgeService:
             raise InvalidParameter(f"document_bases holds at most {MAX_DOCUMENTS} documents")
         checked = []
         for i, doc in enumerate(documents):
+            if doc.file_id is not None:
+                if self._read_file is None:
+                    raise InvalidParameter("documents from uploaded files are not available here")
+                doc = replace(doc, data=self._read_file(user_id, doc.file_id))
             kind = file_type(doc.file_type)
             if kind is None:
                 raise InvalidParameter(

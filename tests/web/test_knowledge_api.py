@@ -1,0 +1,104 @@
+"""The datasets API through cozepy against a real ``coze-lab serve``: knowledge bases and
+documents round trip, documents are processed in the background with progress, a bad file
+fails with its reason, another user's knowledge bases are absent, bad input is a 4xx."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from cozepy import (
+    CozeAPIError,
+    DocumentBase,
+    DocumentChunkStrategy,
+    DocumentFormatType,
+    DocumentSourceInfo,
+    DocumentStatus,
+)
+
+from coze_lab.testing.documents import pdf_bytes
+from tests.web.test_chat_api import Lab, lab
+
+__all__ = ["lab"]
+
+
+def wait_processed(lab: Lab, dataset_id: str, ids: list[str]) -> list:
+    coze = lab.coze()
+    for _ in range(200):
+        progress = coze.datasets.process(dataset_id=dataset_id, document_ids=ids).data
+        if all(p.status != DocumentStatus.PROCESSING for p in progress):
+            return progress
+        time.sleep(0.05)
+    raise AssertionError(f"documents still processing: {progress}")
+
+
+def test_datasets_and_documents_round_trip(lab: Lab) -> None:
+    coze = lab.coze()
+    space = lab.workspaces["alice"]
+    dataset_id = coze.datasets.create(
+        name="Handbook", space_id=space, format_type=DocumentFormatType.DOCUMENT, description="HR"
+    ).dataset_id
+    import base64
+
+    pdf = base64.b64encode(pdf_bytes(["Holidays: 30 days per year, booked in Workday."])).decode()
+    created = coze.datasets.documents.create(
+        dataset_id=dataset_id,
+        document_bases=[
+            DocumentBase(
+                name="faq.md",
+                source_info=DocumentSourceInfo.build_local_file(
+                    "# Parking\n\nVisitors park in lot B.", "md"
+                ),
+            ),
+            DocumentBase(
+                name="policy.pdf", source_info=DocumentSourceInfo(file_base64=pdf, file_type="pdf")
+            ),
+            DocumentBase(
+                name="bad.pdf", source_info=DocumentSourceInfo.build_local_file("not a pdf", "pdf")
+            ),
+        ],
+        chunk_strategy=DocumentChunkStrategy.build_custom(200, "\n\n"),
+    ).data
+    assert [d.name for d in created] == ["faq.md", "policy.pdf", "bad.pdf"]
+    assert {d.status for d in created} == {DocumentStatus.PROCESSING}
+    progress = wait_processed(lab, dataset_id, [d.document_id for d in created])
+    assert [p.status for p in progress] == [
+        DocumentStatus.COMPLETED,
+        DocumentStatus.COMPLETED,
+        DocumentStatus.FAILED,
+    ]
+    assert progress[0].progress == 100
+    assert "pdf file cannot be read" in progress[2].status_descript
+
+    docs = list(coze.datasets.documents.list(dataset_id=dataset_id, page_size=2))
+    assert len(docs) == 3 and docs[1].slice_count == 1 and docs[1].type == "pdf"
+    coze.datasets.documents.update(document_id=docs[0].document_id, document_name="parking.md")
+    coze.datasets.documents.delete(document_ids=[docs[2].document_id])
+    listed = list(coze.datasets.list(space_id=space))
+    assert [(d.name, d.doc_count) for d in listed] == [("Handbook", 2)]
+    assert sorted(listed[0].file_list) == ["parking.md", "policy.pdf"]
+    coze.datasets.update(dataset_id=dataset_id, name="People handbook")
+
+    found = lab.post(
+        "/coze_lab/api/knowledge/search", json={"dataset_ids": [dataset_id], "query": "holidays"}
+    ).json()["data"]["chunks"]
+    assert found[0]["document_name"] == "policy.pdf" and "30 days" in found[0]["content"]
+
+    # bob sees nothing of alice's
+    with pytest.raises(CozeAPIError) as absent:
+        lab.coze("bob").datasets.process(dataset_id=dataset_id, document_ids=[docs[0].document_id])
+    assert absent.value.code == 4200
+    with pytest.raises(CozeAPIError):
+        list(lab.coze("bob").datasets.list(space_id=space))
+    bad = lab.post(
+        "/open_api/knowledge/document/create",
+        json={
+            "dataset_id": dataset_id,
+            "document_bases": [
+                {"name": "x.xls", "source_info": {"file_base64": "eA==", "file_type": "xls"}}
+            ],
+        },
+    )
+    assert bad.status_code == 400 and "file_type 'xls'" in bad.json()["msg"]
+    coze.datasets.delete(dataset_id=dataset_id)
+    assert list(coze.datasets.list(space_id=space)) == []
