@@ -805,7 +805,7 @@ ROUTES: tuple[Route, ...] = (
                 query=(
                     ("space_id", "string", False),
                     ("name", "string", False),
-                    ("format_type", {"enum": ["0", "1", "2"]}, False),
+                    ("format_type", {"enum": ["", "0", "1", "2"]}, False),
                     ("page_num", s.PAGE_NUM, False),
                     ("page_size", s.between(1, 300), False),
                 ),

@@ -45,7 +45,11 @@ class DatasetsHandler(CozeHandler):
             self.get_query_argument("page_size", None), "page_size", default=10, low=1, high=300
         )
         format_type = int_value(
-            self.get_query_argument("format_type", None), "format_type", default=0, low=0, high=2
+            self.get_query_argument("format_type", None) or None,
+            "format_type",
+            default=0,
+            low=0,
+            high=2,
         )
         if format_type != 0:  # only text knowledge bases exist
             self.reply({"total_count": 0, "dataset_list": []})
