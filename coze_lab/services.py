@@ -234,6 +234,7 @@ class Runtime:
                 http_policy=OutboundPolicy.from_strings(self.config.outbound_allow),
                 plugins=lambda: self.plugins,
                 tables=self.tables,
+                knowledge=self.knowledge,
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,
@@ -282,6 +283,7 @@ class Runtime:
                 workspaces=WorkspaceRoot(self.config.workspace_path),
                 variables=self.variables,
                 file_history=self.file_history,
+                knowledge=self.knowledge,
             )
         return self._chats
 

@@ -384,7 +384,28 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         if not isinstance(body["file_tools"], bool):
             raise InvalidParameter("file_tools must be true or false")
         changes["file_tools"] = body["file_tools"]
+    if (knowledge := _object(body, "knowledge")) is not None:
+        changes.update(_knowledge(knowledge))
     return changes
+
+
+def _knowledge(knowledge: Mapping[str, Any]) -> dict[str, Any]:
+    """Coze's ``knowledge``: ``dataset_ids`` (knowledge bases of the bot's space, at most
+    20), ``auto_call`` (true: recall before answering; false: a tool the model calls) and
+    ``search_strategy`` (0, 1 or 20; recall here is always hybrid)."""
+    ids = _list(knowledge.get("dataset_ids") or [], "knowledge.dataset_ids")
+    if len(ids) > 20:
+        raise InvalidParameter("knowledge.dataset_ids names at most 20 knowledge bases")
+    auto_call = knowledge.get("auto_call", True)
+    if not isinstance(auto_call, bool):
+        raise InvalidParameter("knowledge.auto_call must be true or false")
+    strategy = knowledge.get("search_strategy", 0)
+    if isinstance(strategy, bool) or strategy not in (0, 1, 20, None):
+        raise InvalidParameter("knowledge.search_strategy must be 0, 1 or 20")
+    return {
+        "dataset_ids": _unique(parse_id(i, "knowledge.dataset_ids") for i in ids),
+        "knowledge_auto_call": auto_call,
+    }
 
 
 def _model(model: Mapping[str, Any]) -> dict[str, Any]:

@@ -368,6 +368,16 @@ BOT_BODY = {
             "type": "boolean",
             "description": "list_files, read_file and write_file on the session's workspace",
         },
+        "knowledge": {
+            "type": ["object", "null"],
+            "properties": {
+                "dataset_ids": {"type": ["array", "null"], "maxItems": 20, "items": ID},
+                "auto_call": {"type": "boolean"},
+                "search_strategy": {"enum": [0, 1, 20, None]},
+            },
+            "description": "knowledge bases of the bot's space; auto_call true: recall before "
+            "answering, false: a recall_knowledge tool",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)

@@ -4,20 +4,26 @@ fails with its reason, another user's knowledge bases are absent, bad input is a
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 
 import pytest
 from cozepy import (
+    BotKnowledge,
+    ChatStatus,
     CozeAPIError,
     DocumentBase,
     DocumentChunkStrategy,
     DocumentFormatType,
     DocumentSourceInfo,
     DocumentStatus,
+    MessageType,
 )
 
+from coze_lab.testing import ModelServer, ScriptedToolCall, TextReply, ToolCallsReply
 from coze_lab.testing.documents import pdf_bytes
-from tests.web.test_chat_api import Lab, lab
+from tests.web.test_chat_api import Lab, ask, lab, make_bot, publish
 
 __all__ = ["lab"]
 
@@ -38,8 +44,6 @@ def test_datasets_and_documents_round_trip(lab: Lab) -> None:
     dataset_id = coze.datasets.create(
         name="Handbook", space_id=space, format_type=DocumentFormatType.DOCUMENT, description="HR"
     ).dataset_id
-    import base64
-
     pdf = base64.b64encode(pdf_bytes(["Holidays: 30 days per year, booked in Workday."])).decode()
     created = coze.datasets.documents.create(
         dataset_id=dataset_id,
@@ -102,3 +106,72 @@ def test_datasets_and_documents_round_trip(lab: Lab) -> None:
     assert bad.status_code == 400 and "file_type 'xls'" in bad.json()["msg"]
     coze.datasets.delete(dataset_id=dataset_id)
     assert list(coze.datasets.list(space_id=space)) == []
+
+
+def test_a_bot_answers_from_a_pdf_with_a_citation(lab: Lab, model_server: ModelServer) -> None:
+    coze = lab.coze()
+    dataset_id = coze.datasets.create(
+        name="Plans", space_id=lab.workspaces["alice"], format_type=DocumentFormatType.DOCUMENT
+    ).dataset_id
+    pdf = base64.b64encode(pdf_bytes(["Project Falcon launches on 3 May 2027 in Oslo."]))
+    (doc,) = coze.datasets.documents.create(
+        dataset_id=dataset_id,
+        document_bases=[
+            DocumentBase(
+                name="plan.pdf",
+                source_info=DocumentSourceInfo(file_base64=pdf.decode(), file_type="pdf"),
+            )
+        ],
+    ).data
+    wait_processed(lab, dataset_id, [doc.document_id])
+    bob_kb = (
+        lab.coze("bob")
+        .datasets.create(
+            name="Bob", space_id=lab.workspaces["bob"], format_type=DocumentFormatType.DOCUMENT
+        )
+        .dataset_id
+    )
+
+    bot_id = make_bot(lab)
+    # another space's knowledge base named by the bot is never read
+    coze.bots.update(bot_id=bot_id, knowledge=BotKnowledge(dataset_ids=[dataset_id, bob_kb]))
+    publish(lab, bot_id)
+    model_server.script([TextReply("Falcon launches on 3 May 2027 [1] (plan.pdf).")])
+    poll = coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u1", additional_messages=ask("When does Falcon launch?")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED, poll.chat.last_error
+    prompt = model_server.requests[-1]["messages"]
+    assert "3 May 2027" in prompt[-2]["content"] and prompt[-1]["role"] == "user"
+    verbose, answer = poll.messages[0], poll.messages[1]
+    assert verbose.type == MessageType.VERBOSE and answer.type == MessageType.ANSWER
+    recall = json.loads(verbose.content)
+    assert recall["msg_type"] == "knowledge_recall"
+    (chunk,) = json.loads(recall["data"])["chunks"]
+    assert chunk["meta"]["document"]["name"] == "plan.pdf"
+    assert chunk["meta"]["dataset"] == {"id": dataset_id, "name": "Plans"}
+    assert "3 May 2027" in chunk["slice"] and "[1] (plan.pdf)" in answer.content
+
+    # on demand: the model calls recall_knowledge; the citations precede the tool's answer
+    coze.bots.update(
+        bot_id=bot_id, knowledge=BotKnowledge(dataset_ids=[dataset_id], auto_call=False)
+    )
+    publish(lab, bot_id)
+    model_server.script(
+        [
+            ToolCallsReply([ScriptedToolCall("recall_knowledge", {"query": "Falcon"}, id="k1")]),
+            TextReply("In Oslo [1]."),
+        ]
+    )
+    poll = coze.chat.create_and_poll(
+        bot_id=bot_id, user_id="u1", additional_messages=ask("Where is the launch?")
+    )
+    assert poll.chat.status == ChatStatus.COMPLETED, poll.chat.last_error
+    kinds = [m.type for m in poll.messages]
+    assert kinds == [
+        MessageType.FUNCTION_CALL,
+        MessageType.VERBOSE,
+        MessageType.TOOL_RESPONSE,
+        MessageType.ANSWER,
+    ]
+    assert "Oslo" in poll.messages[2].content

@@ -121,6 +121,11 @@ class BotConfig:
     save_variables: bool = False
     #: the model gets list_files, read_file and write_file on the session's workspace
     file_tools: bool = False
+    #: knowledge bases of the bot's space (Coze's ``knowledge.dataset_ids``)
+    dataset_ids: tuple[int, ...] = ()
+    #: True: recall before every answer (Coze's ``auto_call``); False: the model gets a
+    #: ``recall_knowledge`` tool and recalls when it decides to
+    knowledge_auto_call: bool = True
 
     def edited(self, changes: Mapping[str, Any]) -> BotConfig:
         """A copy with ``changes`` (field name → checked value) applied."""
@@ -146,6 +151,8 @@ class BotConfig:
             "response_format": self.response_format,
             "save_variables": self.save_variables,
             "file_tools": self.file_tools,
+            "dataset_ids": [str(i) for i in self.dataset_ids],
+            "knowledge_auto_call": self.knowledge_auto_call,
         }
 
     @classmethod
@@ -175,6 +182,8 @@ class BotConfig:
             response_format=data.get("response_format", "text"),
             save_variables=bool(data.get("save_variables", False)),
             file_tools=bool(data.get("file_tools", False)),
+            dataset_ids=tuple(int(i) for i in data.get("dataset_ids", [])),
+            knowledge_auto_call=bool(data.get("knowledge_auto_call", True)),
         )
 
     def variable_defaults(self) -> dict[str, str]:

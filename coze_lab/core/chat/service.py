@@ -18,6 +18,7 @@ from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.file_tools import CURRENT_CALL, FileWrite, file_tools
+from coze_lab.core.chat.knowledge import TOP_K, Recall, recall_tool
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -41,6 +42,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.knowledge.search import Hit
 from coze_lab.core.memory.variables import Scope, VariableService
 from coze_lab.core.models import ModelClient, ModelRegistry, ModelSpec
 from coze_lab.core.workflows.engine import RunWorkspace
@@ -117,6 +119,7 @@ class ChatService:
         workspaces: WorkspaceRoot | None = None,
         variables: VariableService | None = None,
         file_history: Any = None,
+        knowledge: Any = None,
     ) -> None:
         self.bots = bots
         #: end users' stored variable values (None: the bot's defaults only)
@@ -127,6 +130,8 @@ class ChatService:
         self.workspaces = workspaces
         #: who wrote which workspace file (FileHistory; None: not recorded)
         self.file_history = file_history
+        #: the knowledge bases bots recall from (None: bots with knowledge recall nothing)
+        self.knowledge = knowledge
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -211,7 +216,18 @@ class ChatService:
         channel.put(ChatEvent("conversation.chat.created", chat=replace(chat, status="created")))
         channel.put(ChatEvent("conversation.chat.in_progress", chat=chat))
         written = asyncio.Event()
-        run = self._launch(chat, state, tools, spec, channel, request.auto_save_history, written)
+        recall, names = self._recall(resolved.bot.workspace_id, resolved.config)
+        run = self._launch(
+            chat,
+            state,
+            tools,
+            spec,
+            channel,
+            request.auto_save_history,
+            written,
+            recall=recall if resolved.config.knowledge_auto_call else None,
+            names=names,
+        )
         task = self._tasks[chat.id]
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before ``written`` is set)
@@ -506,6 +522,9 @@ class ChatService:
         channel: ChatChannel,
         persist: bool,
         written: asyncio.Event | None = None,
+        *,
+        recall: Recall | None = None,
+        names: dict[int, str] | None = None,
     ) -> AgentRun:
         run = AgentRun(
             chat=chat,
@@ -520,6 +539,8 @@ class ChatService:
             written=written,
             heartbeat_s=self._heartbeat_s,
             poll_cancel=not self.signals.shared,
+            recall=recall,
+            dataset_names=names,
         )
         loop = asyncio.get_running_loop()
         self.signals.bind()
@@ -655,7 +676,25 @@ class ChatService:
         tools += function_tools(config)
         if config.save_variables and scope is not None and self.variables is not None:
             tools += variable_tools(config, scope, self.variables)
+        if config.dataset_ids and not config.knowledge_auto_call and session is not None:
+            recall, names = self._recall(session[0], config)
+            if recall is not None:
+                tools.append(recall_tool(recall, names))
         return ToolBox(tools)
+
+    def _recall(self, space_id: int, config: BotConfig) -> tuple[Recall | None, dict[int, str]]:
+        """How a bot recalls: from those of its knowledge bases that belong to its own
+        space (another space's are never read), and their names for the citations."""
+        if not config.dataset_ids or self.knowledge is None:
+            return None, {}
+        knowledge = self.knowledge
+        names = knowledge.dataset_names(space_id, config.dataset_ids)
+        ids = list(names)
+
+        async def recall(query: str) -> list[Hit]:
+            return await knowledge.search_space(space_id, ids, query, top_k=TOP_K)
+
+        return recall, names
 
     def _file_tools(self, owner_id: int, session: tuple[int, int] | None) -> list[Tool]:
         if self.workspaces is None or session is None:

@@ -232,6 +232,13 @@ class _Context:
         return self._engine.tables
 
     @property
+    def knowledge(self) -> Any:
+        """The knowledge bases (knowledge nodes)."""
+        if self._engine.knowledge is None:
+            raise Unavailable("knowledge bases are not configured in this engine")
+        return self._engine.knowledge
+
+    @property
     def scene(self) -> str:
         """``online`` for a run of a published version, else ``draft`` (debug runs)."""
         return self._node.config.get("scene") or (
@@ -291,6 +298,7 @@ class Engine:
         http_policy: OutboundPolicy | None = None,
         plugins: Callable[[], Any] | None = None,
         tables: Any = None,
+        knowledge: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
         signals: Signals | None = None,
@@ -305,6 +313,7 @@ class Engine:
         self.http_policy = http_policy or OutboundPolicy()
         self.plugins = plugins
         self.tables = tables
+        self.knowledge = knowledge
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"

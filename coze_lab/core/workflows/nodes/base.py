@@ -65,6 +65,9 @@ class NodeContext(Protocol):
     def tables(self) -> Any: ...
 
     @property
+    def knowledge(self) -> Any: ...
+
+    @property
     def scene(self) -> str: ...
 
     @property
