@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from coze_lab.core.workflows import WorkflowDefinitionError
     from coze_lab.notebook.bot import Bot, ChatReply
     from coze_lab.notebook.connect import connect
+    from coze_lab.notebook.knowledge import Knowledge
     from coze_lab.notebook.plugin import Plugin
     from coze_lab.notebook.workflow import Workflow
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Bot": "coze_lab.notebook.bot",
     "ChatReply": "coze_lab.notebook.bot",
+    "Knowledge": "coze_lab.notebook.knowledge",
     "Plugin": "coze_lab.notebook.plugin",
     "Workflow": "coze_lab.notebook.workflow",
     "WorkflowDefinitionError": "coze_lab.core.workflows",
@@ -33,6 +35,7 @@ _LAZY_MODULES = {"runs": "coze_lab.notebook.runs"}
 __all__ = [
     "Bot",
     "ChatReply",
+    "Knowledge",
     "Plugin",
     "Workflow",
     "WorkflowDefinitionError",

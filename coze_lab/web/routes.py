@@ -70,6 +70,8 @@ from coze_lab.web.handlers.knowledge import (
     DocumentListHandler,
     DocumentUpdateHandler,
     KnowledgeSearchHandler,
+    StudioDatasetsHandler,
+    StudioDocumentsHandler,
 )
 from coze_lab.web.handlers.meta import LivenessHandler, ServiceRootHandler
 from coze_lab.web.handlers.plugins import (
@@ -1204,6 +1206,75 @@ ROUTES: tuple[Route, ...] = (
         HealthHandler,
         STUDIO,
         ops=(Op("get", "Version, user, database and sandbox health", "studio"),),
+    ),
+    Route(
+        "/coze_lab/api/datasets",
+        StudioDatasetsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The knowledge bases of a space, with their documents' status",
+                "studio",
+                query=(
+                    ("space_id", "string", False),
+                    ("name", "string", False),
+                    ("page_num", s.PAGE_NUM, False),
+                ),
+                data={
+                    "type": "object",
+                    "properties": {
+                        "datasets": {"type": "array", "items": s.DATASET},
+                        "total": {"type": "integer"},
+                    },
+                },
+            ),
+            Op(
+                "post",
+                "Create a knowledge base in a space (?space_id=; default personal)",
+                "studio",
+                query=(("space_id", "string", False),),
+                body=s.DATASET_EDIT,
+                data=s.DATASET,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/datasets/{dataset_id}/documents",
+        StudioDocumentsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A knowledge base's documents with status, progress and failure reason",
+                "studio",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "documents": {"type": "array", "items": s.DOCUMENT},
+                        "total": {"type": "integer"},
+                    },
+                },
+            ),
+            Op(
+                "post",
+                "Add documents (document_bases, chunk_strategy), processed in the background",
+                "studio",
+                body={
+                    **s.DOCUMENTS_CREATE,
+                    "required": ["document_bases"],
+                    "properties": {
+                        k: v
+                        for k, v in s.DOCUMENTS_CREATE["properties"].items()
+                        if k != "dataset_id"
+                    },
+                },
+                data={
+                    "type": "object",
+                    "properties": {"documents": {"type": "array", "items": s.DOCUMENT}},
+                },
+            ),
+        ),
     ),
     Route(
         "/coze_lab/api/knowledge/search",

@@ -247,3 +247,64 @@ def progress_json(d: DocumentInfo) -> dict[str, Any]:
         "status_descript": d.failure or "",
         "update_interval": 0,
     }
+
+
+class StudioDatasetsHandler(CozeHandler):
+    """The studio's knowledge bases of a space (the sidebar, ``cl.Knowledge``): GET lists
+    them with their documents' status, POST creates one."""
+
+    def get(self) -> None:
+        user = self.studio_user()
+        page_num = int_value(
+            self.get_query_argument("page_num", None), "page_num", default=1, low=1, high=10**6
+        )
+        items, total = self.runtime.knowledge.list_datasets(
+            user.id,
+            self.space_query(),
+            name=self.get_query_argument("name", None) or None,
+            page_num=page_num,
+            page_size=100,
+        )
+        self.reply({"datasets": [dataset_json(d, user.id) for d in items], "total": total})
+
+    def post(self) -> None:
+        user = self.studio_user()
+        edit = parse_dataset_create(self.json_body())
+        dataset = self.runtime.knowledge.create_dataset(
+            user.id, self.space_query(), edit.name, edit.description
+        )
+        self.reply(dataset_json(dataset, user.id))
+
+
+class StudioDocumentsHandler(CozeHandler):
+    """A knowledge base's documents: GET lists them with status and progress, POST adds
+    some (the body of ``/open_api/knowledge/document/create`` without ``dataset_id``)."""
+
+    def body_limit(self) -> int:
+        return self.runtime.config.knowledge_max_document_bytes * 14 // 10 + 64 * 1024
+
+    def get(self, dataset_id: str) -> None:
+        user = self.studio_user()
+        docs, total = self.runtime.knowledge.list_documents(
+            user.id, parse_id(dataset_id, "dataset_id"), page=1, size=300
+        )
+        self.reply({"documents": [studio_document(d) for d in docs], "total": total})
+
+    def post(self, dataset_id: str) -> None:
+        user = self.studio_user()
+        request = parse_documents_create({**self.json_body(), "dataset_id": dataset_id})
+        docs = self.runtime.knowledge.create_documents(
+            user.id, request.dataset_id, request.documents, request.chunk_strategy
+        )
+        self.reply({"documents": [studio_document(d) for d in docs]})
+
+
+def studio_document(d: DocumentInfo) -> dict[str, Any]:
+    """A document as the studio shows it: Coze's fields plus the status by name, the
+    progress and the failure reason."""
+    return {
+        **document_json(d),
+        "status_name": d.status,
+        "progress": d.progress,
+        "failure": d.failure,
+    }
