@@ -646,7 +646,7 @@ class DatasetChunk(Base):
 
     __table_args__ = (
         Index("ix_dataset_chunks_document", "document_id", "seq"),
-        Index("ix_dataset_chunks_dataset", "dataset_id"),
+        Index("ix_dataset_chunks_dataset", "dataset_id", "id"),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -76,6 +77,7 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
         return []
     dialect = db.dialect
     if dialect == "sqlite":
+        words = _selective(db, words)
         match = " OR ".join(f'"{w}"' for w in words)
         sql = (
             "SELECT c.id FROM dataset_chunks_fts f JOIN dataset_chunks c ON c.id = f.rowid "
@@ -102,6 +104,44 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
         return [int(row[0]) for row in rows]
 
 
+#: a query term in more than this share of all chunks is left out of a full-text search
+#: (it would make the search rank nearly every chunk: slow, and it says little)
+COMMON_SHARE = 0.2
+
+
+#: document frequencies read from FTS5's vocabulary, per database and term, for a while:
+#: counting a common term's documents reads its whole posting list, and how common a word
+#: is changes slowly (a stale count only changes which words a search leaves out)
+_DF: dict[tuple[int, str], tuple[float, int]] = {}
+DF_TTL_S = 300.0
+
+
+def _selective(db: Database, words: list[str]) -> list[str]:
+    """The query's words without the very common ones (by document frequency, from FTS5's
+    vocabulary); the three rarest stay when all are common."""
+    now = time.monotonic()
+    if len(_DF) > 100_000:
+        _DF.clear()
+    with db.read() as conn:
+
+        def frequency(term: str, sql: str) -> int:
+            key = (id(db), term)
+            cached = _DF.get(key)
+            if cached is not None and now - cached[0] < DF_TTL_S:
+                return cached[1]
+            value = int(conn.execute(text(sql), {"t": term}).scalar() or 0)
+            _DF[key] = (now, value)
+            return value
+
+        total = frequency("", "SELECT count(*) FROM dataset_chunks")
+        if total < 20:  # a handful of chunks: every word is "common"
+            return words
+        vocab = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
+        df = {w: frequency(w, vocab) for w in words}
+    kept = [w for w in words if df[w] <= COMMON_SHARE * total]
+    return kept or sorted(words, key=df.__getitem__)[:3]
+
+
 def vector_backend(db: Database) -> str:
     """What vector search runs on here, for the start-up log (with how to do better).
 
@@ -120,37 +160,82 @@ def vector_backend(db: Database) -> str:
 
 
 def exact_scan(
-    db: Database, dataset_ids: Sequence[int], vector: bytes, limit: int
+    db: Database,
+    dataset_ids: Sequence[int],
+    vector: bytes,
+    limit: int,
+    cache: VectorCache | None = None,
 ) -> list[tuple[int, float]]:
-    """The fallback without a vector index: every stored vector of the datasets, compared
-    in Python (numpy when installed)."""
-    statement = text(
-        "SELECT id, embedding FROM dataset_chunks "
-        "WHERE dataset_id IN :ids AND embedding IS NOT NULL"
-    ).bindparams(bindparam("ids", expanding=True))
-    with db.read() as conn:
-        rows = [
-            (int(r[0]), bytes(r[1])) for r in conn.execute(statement, {"ids": list(dataset_ids)})
-        ]
-    rows = [r for r in rows if len(r[1]) == len(vector)]
-    if not rows:
+    """The vector search without a vector index: every stored vector of the datasets
+    compared with numpy (a matrix product), best first. With ``cache``, each dataset's
+    matrix is read once and kept while its chunks are unchanged."""
+    import numpy as np
+
+    parts = [(cache or _NO_CACHE).matrix(db, d, len(vector)) for d in dataset_ids]
+    parts = [p for p in parts if p[0].size]
+    if not parts:
         return []
-    try:
+    ids = np.concatenate([p[0] for p in parts])
+    matrix = parts[0][1] if len(parts) == 1 else np.vstack([p[1] for p in parts])
+    sims = matrix @ np.frombuffer(vector, dtype="<f4")
+    count = min(limit, len(ids))
+    top = np.argpartition(-sims, count - 1)[:count]
+    top = top[np.argsort(-sims[top])]
+    return [(int(ids[i]), float(sims[i])) for i in top]
+
+
+class VectorCache:
+    """Each dataset's vectors as one float32 matrix, kept in memory while the dataset's
+    chunks are unchanged (checked on every search: their count and newest id, read from
+    the index), so a search reads the blobs only after documents were added or deleted.
+    Every replica keeps its own; ``max_bytes`` bounds it (the least recently used goes).
+
+    Example:
+        >>> cache = VectorCache(max_bytes=64 * 1024 * 1024)
+    """
+
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024, *, enabled: bool = True) -> None:
+        self.max_bytes = max_bytes
+        self.enabled = enabled
+        self._entries: dict[tuple[int, int], tuple[tuple[int, int], Any, Any]] = {}
+
+    def matrix(self, db: Database, dataset_id: int, size: int) -> tuple[Any, Any]:
+        """``(chunk ids, matrix)`` of the dataset's vectors of ``size`` bytes."""
         import numpy as np
-    except ImportError:
-        query = struct.unpack(f"<{len(vector) // 4}f", vector)
-        scored = []
-        for chunk_id, blob in rows:
-            values = struct.unpack(f"<{len(blob) // 4}f", blob)
-            scored.append((chunk_id, sum(a * b for a, b in zip(query, values, strict=True))))
-    else:
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<f4").reshape(
-            len(rows), -1
+
+        key = (dataset_id, size)
+        if self.enabled:
+            with db.read() as conn:
+                row = conn.execute(
+                    text("SELECT count(*), max(id) FROM dataset_chunks WHERE dataset_id = :d"),
+                    {"d": dataset_id},
+                ).one()
+            version = (int(row[0]), int(row[1] or 0))
+            entry = self._entries.pop(key, None)
+            if entry is not None and entry[0] == version:
+                self._entries[key] = entry  # most recently used last
+                return entry[1], entry[2]
+        with db.read() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT id, embedding FROM dataset_chunks "
+                    "WHERE dataset_id = :d AND embedding IS NOT NULL"
+                ),
+                {"d": dataset_id},
+            ).all()
+        blobs = [(int(r[0]), bytes(r[1])) for r in rows if len(r[1]) == size]
+        ids = np.array([i for i, _ in blobs], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(b for _, b in blobs), dtype="<f4").reshape(
+            len(blobs), size // 4
         )
-        sims = matrix @ np.frombuffer(vector, dtype="<f4")
-        scored = [(rows[i][0], float(sims[i])) for i in range(len(rows))]
-    scored.sort(key=lambda pair: -pair[1])
-    return scored[:limit]
+        if self.enabled and matrix.nbytes <= self.max_bytes:
+            self._entries[key] = (version, ids, matrix)
+            while sum(e[2].nbytes for e in self._entries.values()) > self.max_bytes:
+                self._entries.pop(next(iter(self._entries)))
+        return ids, matrix
+
+
+_NO_CACHE = VectorCache(0, enabled=False)
 
 
 def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:

@@ -24,7 +24,7 @@ from coze_lab.core.knowledge import search as retrieval
 from coze_lab.core.knowledge.chunking import ChunkStrategy
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import FILE_TYPES, file_type
-from coze_lab.core.knowledge.search import Hit, Reranker
+from coze_lab.core.knowledge.search import Hit, Reranker, VectorCache
 from coze_lab.core.limits import Limits
 from coze_lab.core.spaces.access import Access, Permission, visible
 from coze_lab.store import Database
@@ -113,8 +113,11 @@ class KnowledgeService:
         on_queued: Callable[[], None] = lambda: None,
         max_document_bytes: int = 50 * 1024 * 1024,
         read_file: Callable[[int, int], bytes] | None = None,
+        vector_cache_bytes: int = 512 * 1024 * 1024,
     ) -> None:
         self._read_file = read_file
+        #: each dataset's vectors in memory while unchanged (the exact scan's input)
+        self.vectors = VectorCache(vector_cache_bytes)
         self._db = db
         self._clock = clock
         self._limits = limits or Limits()
@@ -423,14 +426,14 @@ class KnowledgeService:
         embedder = self._embedder()
         if embedder is not None:
             vector = pack((await embedder.embed([query]))[0])
-            near = retrieval.exact_scan(self._db, ids, vector, retrieval.CANDIDATES)
+            near = retrieval.exact_scan(self._db, ids, vector, retrieval.CANDIDATES, self.vectors)
             similarity = dict(near)
             rankings.append([chunk_id for chunk_id, _ in near])
         fused = retrieval.fuse(rankings)
         hits = retrieval.load_hits(self._db, fused, similarity, vector, len(rankings))
         if self.reranker is not None:
             hits = await self.reranker.rerank(query, hits)
-        return [h for h in hits if h.score >= min_score][:top_k]
+        return [h for h in hits if min_score <= 0 or h.score >= min_score][:top_k]
 
     # ---- helpers ----------------------------------------------------------------------
     def _visible(

@@ -80,7 +80,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_dataset_chunks_document", "dataset_chunks", ["document_id", "seq"])
-    op.create_index("ix_dataset_chunks_dataset", "dataset_chunks", ["dataset_id"])
+    op.create_index("ix_dataset_chunks_dataset", "dataset_chunks", ["dataset_id", "id"])
     op.create_table(
         "knowledge_jobs",
         sa.Column("document_id", sa.BigInteger(), autoincrement=False, nullable=False),
@@ -96,6 +96,10 @@ def upgrade() -> None:
     if dialect == "sqlite":
         op.execute(
             "CREATE VIRTUAL TABLE dataset_chunks_fts USING fts5(content, tokenize='unicode61')"
+        )
+        # document frequencies of the indexed terms: searches leave out the very common
+        op.execute(
+            "CREATE VIRTUAL TABLE dataset_chunks_fts_vocab USING fts5vocab(dataset_chunks_fts, row)"
         )
         op.execute(
             "CREATE TRIGGER dataset_chunks_fts_insert AFTER INSERT ON dataset_chunks BEGIN "
@@ -120,6 +124,7 @@ def downgrade() -> None:
     if dialect == "sqlite":
         op.execute("DROP TRIGGER IF EXISTS dataset_chunks_fts_insert")
         op.execute("DROP TRIGGER IF EXISTS dataset_chunks_fts_delete")
+        op.execute("DROP TABLE IF EXISTS dataset_chunks_fts_vocab")
         op.execute("DROP TABLE IF EXISTS dataset_chunks_fts")
     op.drop_table("knowledge_jobs")
     op.drop_table("dataset_chunks")
