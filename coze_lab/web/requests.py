@@ -393,7 +393,8 @@ def _knowledge(knowledge: Mapping[str, Any]) -> dict[str, Any]:
     """Coze's ``knowledge``: ``dataset_ids`` (knowledge bases of the bot's space, at most
     20), ``auto_call`` (true: recall before answering; false: a tool the model calls) and
     ``search_strategy`` (0, 1 or 20; recall here is always hybrid)."""
-    ids = _list(knowledge.get("dataset_ids") or [], "knowledge.dataset_ids")
+    raw = knowledge.get("dataset_ids")
+    ids = [] if raw is None else _list(raw, "knowledge.dataset_ids")
     if len(ids) > 20:
         raise InvalidParameter("knowledge.dataset_ids names at most 20 knowledge bases")
     auto_call = knowledge.get("auto_call", True)
