@@ -8,6 +8,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 
 import { BotsPanel } from './panels/bots';
 import { TokensPanel } from './panels/pats';
+import { KnowledgePanel } from './panels/knowledge';
 import { PluginsPanel } from './panels/plugins';
 import { RunsPanel } from './panels/runs';
 import { StatusPanel } from './panels/status';
@@ -79,13 +80,14 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
 /** Studio sections: bots and chat, workflows / runs / pending questions, tokens. */
 const studioPlugin: JupyterFrontEndPlugin<void> = {
   id: 'coze-lab:studio',
-  description: 'Coze Lab bots, chat, plugins, workflows, runs, questions and tokens in the sidebar.',
+  description: 'Coze Lab bots, chat, plugins, knowledge, workflows, runs, questions and tokens in the sidebar.',
   autoStart: true,
   requires: [ICozeLabSidebar],
   activate: (_app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
     sidebar.addPanel(new RunsPanel(), { rank: 10 });
     sidebar.addPanel(new BotsPanel(), { rank: 20 });
     sidebar.addPanel(new PluginsPanel(), { rank: 25 });
+    sidebar.addPanel(new KnowledgePanel(), { rank: 27 });
     sidebar.addPanel(new TokensPanel(), { rank: 30 });
   }
 };
