@@ -38,7 +38,13 @@ def wait_processed(lab: Lab, dataset_id: str, ids: list[str]) -> list:
     raise AssertionError(f"documents still processing: {progress}")
 
 
-def test_datasets_and_documents_round_trip(lab: Lab) -> None:
+def test_datasets_documents_and_a_bot_that_cites_them(lab: Lab, model_server: ModelServer) -> None:
+    """One server for both (a server per test costs seconds on MariaDB)."""
+    datasets_and_documents_round_trip(lab)
+    a_bot_answers_from_a_pdf_with_a_citation(lab, model_server)
+
+
+def datasets_and_documents_round_trip(lab: Lab) -> None:
     coze = lab.coze()
     space = lab.workspaces["alice"]
     dataset_id = coze.datasets.create(
@@ -108,7 +114,7 @@ def test_datasets_and_documents_round_trip(lab: Lab) -> None:
     assert list(coze.datasets.list(space_id=space)) == []
 
 
-def test_a_bot_answers_from_a_pdf_with_a_citation(lab: Lab, model_server: ModelServer) -> None:
+def a_bot_answers_from_a_pdf_with_a_citation(lab: Lab, model_server: ModelServer) -> None:
     coze = lab.coze()
     dataset_id = coze.datasets.create(
         name="Plans", space_id=lab.workspaces["alice"], format_type=DocumentFormatType.DOCUMENT
