@@ -425,7 +425,11 @@ class KnowledgeService:
         vector: bytes | None = None
         embedder = self._embedder()
         if embedder is not None:
-            vector = pack((await embedder.embed([query]))[0])
+            try:
+                vector = pack((await embedder.embed([query]))[0])
+            except Exception as exc:  # the model is down: full text still answers
+                log.warning("knowledge query not embedded, full text only: %s", exc)
+        if vector is not None:
             near = retrieval.exact_scan(self._db, ids, vector, retrieval.CANDIDATES, self.vectors)
             similarity = dict(near)
             rankings.append([chunk_id for chunk_id, _ in near])

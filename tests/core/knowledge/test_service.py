@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, select
 
 from coze_lab.core.errors import InvalidParameter, NotFound
-from coze_lab.core.knowledge import ChunkStrategy, IngestWorker, NewDocument
-from coze_lab.core.knowledge.search import fuse, terms
+from coze_lab.core.knowledge import ChunkStrategy, IngestWorker, KnowledgeService, NewDocument
+from coze_lab.core.knowledge.search import fuse, terms, vector_backend
 from coze_lab.services import Runtime
 from coze_lab.store.models import DatasetChunk, KnowledgeJob
 from coze_lab.testing import ModelServer
@@ -75,6 +75,19 @@ async def test_ingest_recall_isolation_and_failures(
     with pytest.raises(NotFound):
         await kb.search(alice.id, [theirs.id], "aurora")
     assert await kb.search_space(alice.workspace_id, [theirs.id], "aurora") == []
+
+    # the embedding model down: recall still answers, from the full text
+    class Down:
+        name = "down"
+
+        async def embed(self, texts: object) -> list[list[float]]:
+            raise ConnectionError("model unreachable")
+
+    offline = KnowledgeService(runtime.db, embedder=Down)
+    hits = await offline.search(alice.id, [mine.id], "Falcon", top_k=1)
+    assert hits[0].document_name == "report.pdf"
+    if runtime.db.dialect == "postgresql":  # the start-up line says how to do better
+        assert "install the extension" in vector_backend(runtime.db)
 
     listed, total = kb.list_datasets(alice.id, None)
     assert total == 1 and listed[0].doc_count == 3 and listed[0].failed_file_list == ["broken.pdf"]
