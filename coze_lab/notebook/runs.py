@@ -85,3 +85,4 @@ def table(
         rows = [row for r in found for row in RunTrace(r["id"], r.get("nodes") or []).rows]
         return pandas.DataFrame(rows, columns=[*NODE_COLUMNS])
     return pandas.DataFrame([run_row(r) for r in found], columns=[*RUN_COLUMNS])
+

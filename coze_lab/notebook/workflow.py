@@ -69,3 +69,4 @@ class Workflow(WorkflowDefinition):
         saved = studio.save_workflow(definition)
         run_id = studio.start_run(saved["id"], inputs)
         return RunWidget(run_id, studio=studio, definition=definition)
+

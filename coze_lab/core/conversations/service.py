@@ -374,16 +374,12 @@ class ConversationService:
     ) -> None:
         """Record the user's like or unlike of one of the bot's answers (replacing an
         earlier one); None removes it."""
-        stored = (
-            None
-            if feedback is None
-            else {
-                "feedback_type": feedback.feedback_type,
-                "reason_types": list(dict.fromkeys(feedback.reason_types)),
-                "comment": feedback.comment,
-                "created_at": to_unix(self._clock()),
-            }
-        )
+        stored = None if feedback is None else {
+            "feedback_type": feedback.feedback_type,
+            "reason_types": list(dict.fromkeys(feedback.reason_types)),
+            "comment": feedback.comment,
+            "created_at": to_unix(self._clock()),
+        }
         with self._db.transaction() as session:
             self._owned(session, owner_id, connector_id, conversation_id)
             row = self._message(session, conversation_id, message_id)
@@ -419,7 +415,6 @@ class ConversationService:
                 .limit(1)
             ).first()
             return None if row is None else message_info(row)
-
     def chat_messages(self, chat_id: int) -> list[MessageInfo]:
         """The messages a chat wrote, oldest first: the ids after the chat's own (a chat's
         request messages get theirs before it) and no questions."""
