@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from coze_lab.core.workflows import WorkflowDefinitionError
     from coze_lab.notebook.bot import Bot, ChatReply
     from coze_lab.notebook.connect import connect
+    from coze_lab.notebook.knowledge import Knowledge
     from coze_lab.notebook.plugin import Plugin
     from coze_lab.notebook.table import Table
     from coze_lab.notebook.workflow import Workflow
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Bot": "coze_lab.notebook.bot",
     "ChatReply": "coze_lab.notebook.bot",
+    "Knowledge": "coze_lab.notebook.knowledge",
     "Plugin": "coze_lab.notebook.plugin",
     "Table": "coze_lab.notebook.table",
     "Workflow": "coze_lab.notebook.workflow",
@@ -39,6 +41,7 @@ _LAZY_MODULES = {
 __all__ = [
     "Bot",
     "ChatReply",
+    "Knowledge",
     "Plugin",
     "Table",
     "Workflow",

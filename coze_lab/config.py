@@ -123,6 +123,21 @@ class CozeLab(Configurable):
         help="Characters of one uploaded file's text (txt, md, csv, pdf) a chat model is given; "
         "longer text is cut with a notice saying so.",
     ).tag(config=True)
+    embedding_model = Unicode(
+        help="Registry id of the model that embeds knowledge documents and queries "
+        "(OpenAI-compatible /v1/embeddings); empty: the registry's default model."
+    ).tag(config=True)
+    knowledge_lease_s = Float(
+        120.0,
+        help="Seconds a worker's claim on a knowledge document being ingested lasts; a dead "
+        "worker's documents are taken up again after it.",
+    ).tag(config=True)
+    knowledge_poll_s = Float(
+        2.0, help="Seconds between looks for queued knowledge documents (new ones wake it at once)."
+    ).tag(config=True)
+    knowledge_max_document_bytes = Int(
+        50 * MiB, help="Largest knowledge document (txt, md, csv, pdf, docx, html) accepted."
+    ).tag(config=True)
     interrupt_ttl_s = Int(7 * 24 * 3600, help="Seconds a pending question stays answerable.").tag(
         config=True
     )

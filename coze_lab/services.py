@@ -24,6 +24,7 @@ from coze_lab.store import Database
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
     from coze_lab.core.chat.flow import ChatflowService
+    from coze_lab.core.knowledge import Embedder
     from coze_lab.core.mcp.service import McpService
     from coze_lab.core.memory.consolidation import MemoryWorker
     from coze_lab.core.models import ModelClient, ModelRegistry
@@ -98,6 +99,25 @@ class Runtime:
         self.file_history = FileHistory(self.db, clock=clock)
         #: sessions' timelines and run states, from what the other services stored
         self.activity = Activity(self.db)
+        from coze_lab.core.knowledge import IngestWorker, KnowledgeService
+
+        #: knowledge documents are ingested by a background job of the serving loop
+        self.ingest = IngestWorker(
+            self.db,
+            embedder=self._embedder,
+            clock=clock,
+            lease_s=config.knowledge_lease_s,
+            poll_s=config.knowledge_poll_s,
+        )
+        self.knowledge = KnowledgeService(
+            self.db,
+            clock=clock,
+            limits=self.limits,
+            embedder=self._embedder,
+            on_queued=self.ingest.wake,
+            max_document_bytes=config.knowledge_max_document_bytes,
+            read_file=lambda owner, file_id: self.files.path_of(owner, file_id).read_bytes(),
+        )
         from coze_lab.core.memory.consolidation import JobSettings, MemoryJobs
         from coze_lab.core.memory.mirror import MemoryMirror
         from coze_lab.core.memory.personal import PersonalMemory
@@ -158,6 +178,10 @@ class Runtime:
         self.signals.start()
         self.engine.start_recovery_loop()
         self.chats.start_recovery_loop()
+        self.ingest.start()
+        from coze_lab.core.knowledge.search import vector_backend
+
+        log.info("coze_lab knowledge: %s", vector_backend(self.db))
         self.memory_worker.start()
 
     def _memory_queued(self) -> None:
@@ -304,6 +328,7 @@ class Runtime:
                 mcp=lambda: self.mcp,
                 tables=self.tables,
                 variables=self.variables,
+                knowledge=self.knowledge,
                 clock=self.clock,
                 settings=EngineSettings(
                     lease_s=self.config.workflow_lease_s,
@@ -359,6 +384,7 @@ class Runtime:
                 tables=self.tables,
                 memory=self.memory,
                 on_memory_queued=self._memory_queued,
+                knowledge=self.knowledge,
             )
         return self._chats
 
@@ -450,6 +476,16 @@ class Runtime:
 
         return RunWorkspace(workspace.root, record)
 
+    def _embedder(self) -> Embedder | None:
+        """The knowledge embedder: ``embedding_model`` of the registry, else its default
+        model; None when the registry has no model (recall is then full text only)."""
+        from coze_lab.core.knowledge import RegistryEmbedder
+
+        registry = self.models
+        if not self.config.embedding_model and registry.default_id is None:
+            return None
+        return RegistryEmbedder(lambda: self.models, self.model_client, self.config.embedding_model)
+
     def reachable_url(self) -> str | None:
         """The URL users reach this server at, ending with its base URL."""
         if self.public_url:
@@ -499,6 +535,7 @@ class Runtime:
 
     async def close(self) -> None:
         await self.signals.close()
+        await self.ingest.close()
         stop_readers()  # a document being read must not hold up the shutdown
         if self._memory_worker is not None:
             await self._memory_worker.close()

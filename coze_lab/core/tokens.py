@@ -20,7 +20,7 @@ from coze_lab.store.models import PersonalAccessToken
 
 PREFIX = "pat_"
 SECRET_BYTES = 32
-SCOPES = frozenset({"chat", "workflow", "files", "bots"})
+SCOPES = frozenset({"chat", "workflow", "files", "bots", "knowledge"})
 CONNECTORS = frozenset({"1024", "999"})  # API, Web SDK
 MAX_DAYS = 3650
 LAST_USED_RESOLUTION = timedelta(seconds=60)

@@ -57,6 +57,7 @@ class InProcessHost:
                 sockets = bind_sockets(0, "127.0.0.1")
                 self._server = HTTPServer(make_app(self.runtime))
                 self._server.add_sockets(sockets)
+                self.runtime.ingest.start()  # knowledge documents are ingested here
                 return f"http://127.0.0.1:{sockets[0].getsockname()[1]}/"
 
             url = self.call(serve())

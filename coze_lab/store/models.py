@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from coze_lab.store.types import UTCDateTime
@@ -701,3 +702,108 @@ class MemoryChange(Base):
         Index("ux_memory_changes_message_seq", "message_id", "seq", unique=True),
         Index("ix_memory_changes_owner_space", "owner_id", "space_id", "applied_at"),
     )
+
+
+class Dataset(Base):
+    """A knowledge base (Coze's dataset) of a space: documents, chunked and embedded."""
+
+    __tablename__ = "datasets"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    space_id: Mapped[int]
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str] = mapped_column(String(2000), default="")
+    #: 0 text documents, 2 images (Coze's format_type)
+    format_type: Mapped[int] = mapped_column(Integer, default=0)
+    #: 1 enabled, 3 disabled
+    status: Mapped[int] = mapped_column(Integer, default=1)
+    chunk_strategy: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    icon_file_id: Mapped[int | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_datasets_space_id", "space_id", "id"),)
+
+
+class DatasetDocument(Base):
+    """A document of a knowledge base: processing, done or failed (with its reason)."""
+
+    __tablename__ = "dataset_documents"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    space_id: Mapped[int]
+    owner_id: Mapped[int]
+    name: Mapped[str] = mapped_column(String(255))
+    file_type: Mapped[str] = mapped_column(String(16))
+    source_type: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(default=0)
+    char_count: Mapped[int] = mapped_column(default=0)
+    slice_count: Mapped[int] = mapped_column(Integer, default=0)
+    hit_count: Mapped[int] = mapped_column(Integer, default=0)
+    #: processing | done | failed
+    status: Mapped[str] = mapped_column(String(16))
+    progress: Mapped[int] = mapped_column(Integer, default=0)
+    failure: Mapped[str | None] = mapped_column(Text, nullable=True)
+    chunk_strategy: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_dataset_documents_dataset", "dataset_id", "id"),)
+
+
+class DatasetChunk(Base):
+    """A chunk of a document: its text and its embedding (float32, little-endian)."""
+
+    __tablename__ = "dataset_chunks"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    document_id: Mapped[int] = mapped_column(ForeignKey("dataset_documents.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int]
+    space_id: Mapped[int]
+    seq: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(
+        Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+    )
+    embedding: Mapped[bytes | None] = mapped_column(
+        LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb"), nullable=True
+    )
+
+    __table_args__ = (
+        Index("ix_dataset_chunks_document", "document_id", "seq"),
+        Index("ix_dataset_chunks_dataset", "dataset_id", "id"),
+    )
+
+
+class KnowledgeJob(Base):
+    """A document waiting to be ingested: the source bytes and who holds it (a lease)."""
+
+    __tablename__ = "knowledge_jobs"
+
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("dataset_documents.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    )
+    payload: Mapped[bytes] = mapped_column(
+        LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+    )
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+
+
+#: full-text search objects that only the knowledge migration declares (per dialect): the
+#: FTS5 table (and its shadow tables) on SQLite, the ``tsv`` column on PostgreSQL, the
+#: FULLTEXT index on MySQL/MariaDB
+SEARCH_ONLY = ("dataset_chunks_fts", "tsv", "ix_dataset_chunks_tsv", "ft_dataset_chunks_content")
+
+
+def in_models(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Alembic's ``include_object`` for comparing the models with the database: leaves out
+    the search objects the models cannot express (:data:`SEARCH_ONLY`)."""
+    return not (name or "").startswith(SEARCH_ONLY)

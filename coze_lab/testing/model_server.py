@@ -1,8 +1,9 @@
 """A local OpenAI-compatible model server: scripted replies for tests, a demo model offline.
 
-``POST /v1/chat/completions`` (streamed or not, ``stream_options.include_usage``) and
-``GET /v1/models``. Tests script the next replies; with nothing scripted the server is the
-deterministic *demo model* (see :func:`demo_reply`). It records every request body and counts
+``POST /v1/chat/completions`` (streamed or not, ``stream_options.include_usage``),
+``POST /v1/embeddings`` (deterministic: see :func:`demo_embedding`) and ``GET /v1/models``.
+Tests script the next replies; with nothing scripted the server is the deterministic
+*demo model* (see :func:`demo_reply`). It records every chat request body and counts
 clients that hang up before their response was complete (cancel tests rely on it).
 
 Example:
@@ -275,6 +276,8 @@ class _State:
         self.disconnects = 0
         self.completed = 0
         self.counter = 0
+        #: embeddings requests answered (they are not in ``requests``: those are chats)
+        self.embeddings = 0
 
     def next_reply(self, body: dict[str, Any]) -> tuple[int, Reply]:
         with self.lock:
@@ -345,6 +348,63 @@ class _Models(_Base):
                         "owned_by": "coze_lab",
                     }
                 ],
+            }
+        )
+
+
+EMBEDDING_DIMS = 256
+_WORD = re.compile(r"\w+")
+
+
+def demo_embedding(text: str, dims: int = EMBEDDING_DIMS) -> list[float]:
+    """A deterministic embedding: a hashed bag of lower-cased words (and their 4-character
+    prefixes, so "cats" is near "cat"), unit length. Texts that share words are near.
+
+    Example:
+        >>> a, b, c = (demo_embedding(t) for t in ("the red cat", "a red cat", "stock prices"))
+        >>> dot = lambda x, y: sum(p * q for p, q in zip(x, y))
+        >>> dot(a, b) > 0.5 > dot(a, c)
+        True
+    """
+    import hashlib
+    import math
+
+    vector = [0.0] * dims
+    for word in _WORD.findall(text.lower()):
+        for feature, weight in ((word, 1.0), (word[:4], 0.5)):
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            slot = int.from_bytes(digest[:4], "little") % dims
+            vector[slot] += weight if digest[4] & 1 else -weight
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
+
+
+class _Embeddings(_Base):
+    def post(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            self.send_openai_error(400, "the body is not JSON", "invalid_request_error")
+            return
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self.send_openai_error(
+                400, "input must be a string or strings", "invalid_request_error"
+            )
+            return
+        self.state.count("embeddings")
+        tokens = sum(count_tokens(t) for t in texts)
+        self.finish(
+            {
+                "object": "list",
+                "model": body.get("model", self.state.model),
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": demo_embedding(t)}
+                    for i, t in enumerate(texts)
+                ],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
 
@@ -528,6 +588,7 @@ def make_app(state: _State) -> tornado.web.Application:
     routes: list[Any] = [
         (r"/v1/chat/completions", _ChatCompletions, {"state": state}),
         (r"/v1/models", _Models, {"state": state}),
+        (r"/v1/embeddings", _Embeddings, {"state": state}),
     ]
     return tornado.web.Application(
         routes,
@@ -686,6 +747,12 @@ class ModelServer:
         """Parsed JSON bodies of every chat-completion request so far (a copy)."""
         with self._state.lock:
             return list(self._state.requests)
+
+    @property
+    def embeddings(self) -> int:
+        """Embeddings requests answered."""
+        with self._state.lock:
+            return self._state.embeddings
 
     @property
     def disconnects(self) -> int:

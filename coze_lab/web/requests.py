@@ -413,7 +413,29 @@ def _config_changes(body: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
         if not isinstance(body["memory"], bool):
             raise InvalidParameter("memory must be true or false")
         changes["memory"] = body["memory"]
+    if (knowledge := _object(body, "knowledge")) is not None:
+        changes.update(_knowledge(knowledge))
     return changes
+
+
+def _knowledge(knowledge: Mapping[str, Any]) -> dict[str, Any]:
+    """Coze's ``knowledge``: ``dataset_ids`` (knowledge bases of the bot's space, at most
+    20), ``auto_call`` (true: recall before answering; false: a tool the model calls) and
+    ``search_strategy`` (0, 1 or 20; recall here is always hybrid)."""
+    raw = knowledge.get("dataset_ids")
+    ids = [] if raw is None else _list(raw, "knowledge.dataset_ids")
+    if len(ids) > 20:
+        raise InvalidParameter("knowledge.dataset_ids names at most 20 knowledge bases")
+    auto_call = knowledge.get("auto_call", True)
+    if not isinstance(auto_call, bool):
+        raise InvalidParameter("knowledge.auto_call must be true or false")
+    strategy = knowledge.get("search_strategy", 0)
+    if isinstance(strategy, bool) or strategy not in (0, 1, 20, None):
+        raise InvalidParameter("knowledge.search_strategy must be 0, 1 or 20")
+    return {
+        "dataset_ids": _unique(parse_id(i, "knowledge.dataset_ids") for i in ids),
+        "knowledge_auto_call": auto_call,
+    }
 
 
 def _model(model: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,18 @@ from coze_lab.web.handlers.conversations import (
     MessageRetrieveHandler,
 )
 from coze_lab.web.handlers.files import FileRetrieveHandler, FileUploadHandler
+from coze_lab.web.handlers.knowledge import (
+    DatasetHandler,
+    DatasetProcessHandler,
+    DatasetsHandler,
+    DocumentCreateHandler,
+    DocumentDeleteHandler,
+    DocumentListHandler,
+    DocumentUpdateHandler,
+    KnowledgeSearchHandler,
+    StudioDatasetsHandler,
+    StudioDocumentsHandler,
+)
 from coze_lab.web.handlers.mcp import (
     McpCredentialsHandler,
     McpEndpointHandler,
@@ -790,6 +802,147 @@ ROUTES: tuple[Route, ...] = (
         ops=(Op("get", "A conversation", "conversations", data=s.CONVERSATION, query=s.CONV_Q),),
     ),
     Route(
+        "/v1/datasets",
+        DatasetsHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "Create a knowledge base (format_type 0: text documents)",
+                "knowledge",
+                body=s.DATASET_CREATE,
+                data={"type": "object", "properties": {"dataset_id": s.ID}},
+            ),
+            Op(
+                "get",
+                "A page of a space's knowledge bases (name: a part of the name)",
+                "knowledge",
+                query=(
+                    ("space_id", "string", False),
+                    ("name", "string", False),
+                    ("format_type", {"enum": ["", "0", "1", "2"]}, False),
+                    ("page_num", s.PAGE_NUM, False),
+                    ("page_size", s.between(1, 300), False),
+                ),
+                data={
+                    "type": "object",
+                    "properties": {
+                        "total_count": {"type": "integer"},
+                        "dataset_list": {"type": "array", "items": s.DATASET},
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/v1/datasets/{dataset_id}",
+        DatasetHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "put",
+                "Replace a knowledge base's name, description and icon",
+                "knowledge",
+                body=s.DATASET_EDIT,
+            ),
+            Op("delete", "Delete a knowledge base with its documents", "knowledge"),
+        ),
+    ),
+    Route(
+        "/v1/datasets/{dataset_id}/process",
+        DatasetProcessHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "Processing status and progress of documents (status 0 processing, 1 done, "
+                "9 failed with status_descript)",
+                "knowledge",
+                body=s.DOCUMENT_IDS,
+                data={
+                    "type": "object",
+                    "properties": {"data": {"type": "array", "items": s.DOCUMENT_PROGRESS}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/open_api/knowledge/document/create",
+        DocumentCreateHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "Add up to ten documents (txt, md, csv, pdf, docx, html; base64 or an uploaded "
+                "file id); processed in the background; `document_infos` beside `data`",
+                "knowledge",
+                body=s.DOCUMENTS_CREATE,
+            ),
+        ),
+    ),
+    Route(
+        "/open_api/knowledge/document/list",
+        DocumentListHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "A page of a knowledge base's documents (`document_infos`, `total` beside `data`)",
+                "knowledge",
+                body={
+                    "type": "object",
+                    "required": ["dataset_id"],
+                    "properties": {
+                        "dataset_id": s.ID,
+                        "page": s.PAGE_NUM,
+                        "size": s.between(1, 300),
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/open_api/knowledge/document/update",
+        DocumentUpdateHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "Rename a document",
+                "knowledge",
+                body={
+                    "type": "object",
+                    "required": ["document_id", "document_name"],
+                    "properties": {
+                        "document_id": s.ID,
+                        "document_name": s.NAME,
+                        "update_rule": s.OBJ_OR_NULL,
+                    },
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/open_api/knowledge/document/delete",
+        DocumentDeleteHandler,
+        COZE,
+        scope="knowledge",
+        ops=(
+            Op(
+                "post",
+                "Delete documents with their chunks (all or none)",
+                "knowledge",
+                body=s.DOCUMENT_IDS,
+            ),
+        ),
+    ),
+    Route(
         "/v1/variables",
         VariablesHandler,
         COZE,
@@ -1069,6 +1222,92 @@ ROUTES: tuple[Route, ...] = (
         ops=(Op("get", "Version, user, database and sandbox health", "studio"),),
     ),
     Route(
+        "/coze_lab/api/datasets",
+        StudioDatasetsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "The knowledge bases of a space, with their documents' status",
+                "studio",
+                query=(
+                    ("space_id", "string", False),
+                    ("name", "string", False),
+                    ("page_num", s.PAGE_NUM, False),
+                ),
+                data={
+                    "type": "object",
+                    "properties": {
+                        "datasets": {"type": "array", "items": s.DATASET},
+                        "total": {"type": "integer"},
+                    },
+                },
+            ),
+            Op(
+                "post",
+                "Create a knowledge base in a space (?space_id=; default personal)",
+                "studio",
+                query=(("space_id", "string", False),),
+                body=s.DATASET_EDIT,
+                data=s.DATASET,
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/datasets/{dataset_id}/documents",
+        StudioDocumentsHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "get",
+                "A knowledge base's documents with status, progress and failure reason",
+                "studio",
+                data={
+                    "type": "object",
+                    "properties": {
+                        "documents": {"type": "array", "items": s.DOCUMENT},
+                        "total": {"type": "integer"},
+                    },
+                },
+            ),
+            Op(
+                "post",
+                "Add documents (document_bases, chunk_strategy), processed in the background",
+                "studio",
+                body={
+                    **s.DOCUMENTS_CREATE,
+                    "required": ["document_bases"],
+                    "properties": {
+                        k: v
+                        for k, v in s.DOCUMENTS_CREATE["properties"].items()
+                        if k != "dataset_id"
+                    },
+                },
+                data={
+                    "type": "object",
+                    "properties": {"documents": {"type": "array", "items": s.DOCUMENT}},
+                },
+            ),
+        ),
+    ),
+    Route(
+        "/coze_lab/api/knowledge/search",
+        KnowledgeSearchHandler,
+        STUDIO,
+        ops=(
+            Op(
+                "post",
+                "Hybrid recall from knowledge bases: chunks with their source and score",
+                "studio",
+                body=s.KNOWLEDGE_SEARCH,
+                data={
+                    "type": "object",
+                    "properties": {"chunks": {"type": "array", "items": s.CHUNK_HIT}},
+                },
+            ),
+        ),
+    ),
+    Route(
         "/coze_lab/api/me",
         MeHandler,
         STUDIO,
@@ -1311,7 +1550,7 @@ ROUTES: tuple[Route, ...] = (
                         "scopes": {
                             "type": ["array", "null"],
                             "minItems": 1,
-                            "items": {"enum": ["chat", "workflow", "files", "bots"]},
+                            "items": {"enum": ["chat", "workflow", "files", "bots", "knowledge"]},
                             "description": "left out or null: every scope",
                         },
                         "connector_id": {"enum": ["1024", "999", None]},

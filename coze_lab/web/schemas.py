@@ -126,7 +126,7 @@ TOKEN = {
         "hint": {"type": "string"},
         "scopes": {
             "type": ["array", "null"],
-            "items": {"enum": ["chat", "workflow", "files", "bots"]},
+            "items": {"enum": ["chat", "workflow", "files", "bots", "knowledge"]},
         },
         "connector_id": {"type": ["string", "null"]},
         "created_at": {"type": "integer"},
@@ -465,6 +465,16 @@ BOT_BODY = {
                 },
             },
         },
+        "knowledge": {
+            "type": ["object", "null"],
+            "properties": {
+                "dataset_ids": {"type": ["array", "null"], "maxItems": 20, "items": ID},
+                "auto_call": {"type": "boolean"},
+                "search_strategy": {"enum": [0, 1, 20, None]},
+            },
+            "description": "knowledge bases of the bot's space; auto_call true: recall before "
+            "answering, false: a recall_knowledge tool",
+        },
     },
 }
 CONV_Q = (("conversation_id", "string", True),)
@@ -784,5 +794,168 @@ ACTIVITY = {
                 },
             },
         },
+    },
+}
+
+# ---- knowledge (cozepy datasets) --------------------------------------------------------
+CHUNK_STRATEGY = {
+    "anyOf": [
+        {"type": "null"},
+        {
+            "type": "object",
+            "properties": {
+                "chunk_type": {"enum": [0, None]},
+                "caption_type": {"type": ["integer", "null"]},
+            },
+        },
+        {
+            "type": "object",
+            "required": ["chunk_type", "separator", "max_tokens"],
+            "properties": {
+                "chunk_type": {"const": 1},
+                "separator": {"type": "string", "minLength": 1, "maxLength": 100},
+                "max_tokens": between(100, 2000),
+                "overlap": {"anyOf": [between(0, 99), {"type": "null"}]},
+                "remove_extra_spaces": {"type": ["boolean", "null"]},
+                "remove_urls_emails": {"type": ["boolean", "null"]},
+                "caption_type": {"type": ["integer", "null"]},
+            },
+        },
+    ]
+}
+DATASET = {
+    "type": "object",
+    "properties": {
+        "dataset_id": ID,
+        "name": STR,
+        "description": STR,
+        "space_id": ID,
+        "status": {"enum": [1, 3]},
+        "format_type": {"type": "integer"},
+        "doc_count": {"type": "integer"},
+        "slice_count": {"type": "integer"},
+        "file_list": {"type": "array", "items": STR},
+        "failed_file_list": {"type": "array", "items": STR},
+        "processing_file_list": {"type": "array", "items": STR},
+        "chunk_strategy": CHUNK_STRATEGY,
+        "create_time": {"type": "integer"},
+        "update_time": {"type": "integer"},
+    },
+}
+DOCUMENT = {
+    "type": "object",
+    "properties": {
+        "document_id": ID,
+        "name": STR,
+        "type": STR,
+        "status": {"enum": [0, 1, 9]},
+        "size": {"type": "integer"},
+        "char_count": {"type": "integer"},
+        "slice_count": {"type": "integer"},
+        "source_type": {"type": "integer"},
+        "chunk_strategy": CHUNK_STRATEGY,
+        "create_time": {"type": "integer"},
+        "update_time": {"type": "integer"},
+    },
+}
+DOCUMENT_PROGRESS = {
+    "type": "object",
+    "properties": {
+        "document_id": ID,
+        "document_name": STR,
+        "status": {"enum": [0, 1, 9]},
+        "progress": between(0, 100),
+        "status_descript": STR,
+        "type": STR,
+        "size": {"type": "integer"},
+    },
+}
+DATASET_EDIT = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": NAME,
+        "description": {"type": ["string", "null"], "maxLength": 2000},
+        "file_id": {"anyOf": [OPTIONAL_ID, {"type": "null"}]},
+    },
+}
+DATASET_CREATE = {
+    **DATASET_EDIT,
+    "properties": {
+        **DATASET_EDIT["properties"],
+        "space_id": {"anyOf": [OPTIONAL_ID, {"type": "null"}]},
+        "format_type": {"enum": [0, None]},
+    },
+}
+DOCUMENT_IDS = {
+    "type": "object",
+    "required": ["document_ids"],
+    "properties": {"document_ids": {"type": "array", "minItems": 1, "maxItems": 100, "items": ID}},
+}
+BASE64 = {
+    "type": "string",
+    "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+}
+FILE_TYPE = {"enum": ["txt", "md", "csv", "pdf", "docx", "html", "markdown", "htm", "text"]}
+DOCUMENT_BASE = {
+    "type": "object",
+    "required": ["name", "source_info"],
+    "properties": {
+        "name": NAME,
+        "source_info": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "required": ["file_base64", "file_type"],
+                    "properties": {
+                        "file_base64": BASE64,
+                        "file_type": FILE_TYPE,
+                        "document_source": {"enum": [0, None]},
+                    },
+                },
+                {
+                    "type": "object",
+                    "required": ["source_file_id"],
+                    "properties": {
+                        "source_file_id": ID,
+                        "file_type": {"anyOf": [FILE_TYPE, {"type": "null"}]},
+                        "document_source": {"enum": [5, None]},
+                    },
+                },
+            ]
+        },
+        "update_rule": OBJ_OR_NULL,
+    },
+}
+DOCUMENTS_CREATE = {
+    "type": "object",
+    "required": ["dataset_id", "document_bases"],
+    "properties": {
+        "dataset_id": ID,
+        "document_bases": {"type": "array", "minItems": 1, "maxItems": 10, "items": DOCUMENT_BASE},
+        "chunk_strategy": CHUNK_STRATEGY,
+        "format_type": {"enum": [0, None]},
+    },
+}
+KNOWLEDGE_SEARCH = {
+    "type": "object",
+    "required": ["dataset_ids", "query"],
+    "properties": {
+        "dataset_ids": {"type": "array", "minItems": 1, "maxItems": 20, "items": ID},
+        "query": {"type": "string", "minLength": 1, "maxLength": 4000},
+        "top_k": between(1, 100),
+        "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+CHUNK_HIT = {
+    "type": "object",
+    "properties": {
+        "chunk_id": ID,
+        "document_id": ID,
+        "dataset_id": ID,
+        "document_name": STR,
+        "seq": {"type": "integer"},
+        "content": STR,
+        "score": {"type": "number"},
     },
 }

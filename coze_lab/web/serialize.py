@@ -340,6 +340,11 @@ def bot(info: BotInfo) -> dict[str, Any]:
         ],
         "functions": [f.to_dict() for f in config.functions],
         "file_tools": config.file_tools,
+        "knowledge": {
+            "dataset_ids": [str(i) for i in config.dataset_ids],
+            "auto_call": config.knowledge_auto_call,
+            "search_strategy": 1,
+        },
         "tables": [t.to_dict() for t in config.tables],
         "memory": config.memory,
         "connectors": {k: str(v) for k, v in info.connectors.items()},

@@ -10,6 +10,7 @@ import { Widget } from '@lumino/widgets';
 import { BotsPanel } from './panels/bots';
 import { MemoryPanel } from './panels/memory';
 import { TokensPanel } from './panels/pats';
+import { KnowledgePanel } from './panels/knowledge';
 import { PluginsPanel } from './panels/plugins';
 import { RunsPanel } from './panels/runs';
 import { StatusPanel } from './panels/status';
@@ -81,7 +82,7 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
 /** Studio sections: bots and chat, workflows / runs / pending questions, tokens. */
 const studioPlugin: JupyterFrontEndPlugin<void> = {
   id: 'coze-lab:studio',
-  description: 'Coze Lab bots, chat, plugins, workflows, runs, questions and tokens in the sidebar.',
+  description: 'Coze Lab bots, chat, plugins, knowledge, workflows, runs, questions and tokens in the sidebar.',
   autoStart: true,
   requires: [ICozeLabSidebar],
   activate: (app: JupyterFrontEnd, sidebar: ICozeLabSidebar): void => {
@@ -94,6 +95,7 @@ const studioPlugin: JupyterFrontEndPlugin<void> = {
     sidebar.addPanel(new RunsPanel(), { rank: 10 });
     sidebar.addPanel(new BotsPanel({ openTab }), { rank: 20 });
     sidebar.addPanel(new PluginsPanel(), { rank: 25 });
+    sidebar.addPanel(new KnowledgePanel(), { rank: 27 });
     sidebar.addPanel(new MemoryPanel(), { rank: 28 });
     sidebar.addPanel(new TokensPanel(), { rank: 30 });
   }

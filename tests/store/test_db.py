@@ -9,7 +9,7 @@ from sqlalchemy import select, text
 
 from coze_lab.store import Database
 from coze_lab.store.migrate import head_revision
-from coze_lab.store.models import Base, User
+from coze_lab.store.models import Base, User, in_models
 
 
 def test_upgrade_reaches_head_and_is_idempotent(db_url: str) -> None:
@@ -26,7 +26,8 @@ def test_models_match_migrations(db_url: str) -> None:
     db = Database(db_url)
     db.upgrade()
     with db.engine.connect() as connection:
-        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        context = MigrationContext.configure(connection, opts={"include_object": in_models})
+        diff = compare_metadata(context, Base.metadata)
     db.dispose()
     assert diff == []
 

@@ -152,7 +152,7 @@ def test_bad_requests(server: ModelServer) -> None:
     assert bad.status_code == 400
     assert "messages" in bad.json()["error"]["message"]
     assert post(server, {"model": "m"}).status_code == 400
-    missing = httpx.get(f"{server.url}/embeddings")
+    missing = httpx.get(f"{server.url}/audio/speech")
     assert missing.status_code == 404 and "error" in missing.json()
     assert server.requests == []
 
@@ -260,3 +260,18 @@ def test_command_line_server(tmp_path: object) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)  # also closes the pipes
+
+
+def test_embeddings_are_deterministic_and_near_for_similar_texts(server: ModelServer) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=server.url, api_key="k")
+    texts = ["the red cat sleeps", "a red cat sleeping", "quarterly stock prices"]
+    first = [d.embedding for d in client.embeddings.create(model="m", input=texts).data]
+    again = client.embeddings.create(model="m", input=texts[0]).data[0].embedding
+    assert again == first[0] and len(first[0]) == 256
+    dot = [sum(a * b for a, b in zip(first[0], v, strict=True)) for v in first]
+    assert abs(dot[0] - 1) < 1e-6 and dot[1] > 0.5 > dot[2]
+    assert server.embeddings == 2 and server.requests == []  # chats only in requests
+    bad = httpx.post(f"{server.url}/embeddings", json={"input": [1, 2]})
+    assert bad.status_code == 400 and "input" in bad.json()["error"]["message"]

@@ -247,3 +247,38 @@ def test_a_large_body_is_a_bad_request_not_a_rate_limit(lab: Lab) -> None:
     with pytest.raises(CozeAPIError) as err:
         lab.coze().bots.create(space_id="1", name=big)
     assert err.value.code == 4000 and "exceeds" in err.value.msg
+
+
+def test_datasets_and_documents_round_trip(lab: Lab) -> None:
+    """@coze/api's ``datasets`` and ``datasets.documents``: create, add, process, list,
+    rename, delete (documents are processed by the server's background job)."""
+    space = next(iter(lab.coze().workspaces.list())).id
+    (created,) = lab.js.run(
+        ("datasets.create", {"name": "Notes", "space_id": space, "format_type": 0})
+    )
+    dataset_id = created["result"]["dataset_id"]
+    base = {"name": "a.txt", "source_info": {"file_base64": "SGVsbG8gd29ybGQ=", "file_type": "txt"}}
+    (added,) = lab.js.run(
+        ("datasets.documents.create", {"dataset_id": dataset_id, "document_bases": [base]})
+    )
+    document_id = added["result"][0]["document_id"]
+    for _ in range(200):
+        (progress,) = lab.js.run(("datasets.process", dataset_id, {"document_ids": [document_id]}))
+        if progress["result"]["data"][0]["status"] != 0:
+            break
+    assert progress["result"]["data"][0]["status"] == 1
+    listed, renamed, documents, datasets, deleted, gone = lab.js.run(
+        ("datasets.documents.list", {"dataset_id": dataset_id, "page": 1, "size": 10}),
+        ("datasets.documents.update", {"document_id": document_id, "document_name": "b.txt"}),
+        ("datasets.documents.list", {"dataset_id": dataset_id}),
+        ("datasets.list", {"space_id": space}),
+        ("datasets.delete", dataset_id),
+        ("datasets.process", dataset_id, {"document_ids": [document_id]}),
+    )
+    assert (
+        listed["result"]["total"] == 1 and listed["result"]["document_infos"][0]["slice_count"] == 1
+    )
+    assert "error" not in renamed and documents["result"]["document_infos"][0]["name"] == "b.txt"
+    assert [d["name"] for d in datasets["result"]["dataset_list"]] == ["Notes"]
+    assert "error" not in deleted
+    assert (gone["error"]["name"], gone["error"]["code"]) == ("NotFoundError", 4200)

@@ -231,6 +231,24 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
         f"GET coze_lab/api/health: HTTP {health.status_code} {health.text[:300]}\n{lab.log_tail()}"
     )
     assert health.json()["code"] == 0, health.text
+    # a knowledge base with a processed document and a failed one, for its section
+    studio = httpx.Client(
+        base_url=lab.url + "coze_lab/api/",
+        headers={"Authorization": f"token {lab.token}"},
+        timeout=10,
+    )
+    dataset = studio.post("datasets", json={"name": "Handbook"}).json()["data"]
+    bases = [
+        {"name": name, "source_info": {"file_base64": data, "file_type": kind}}
+        for name, data, kind in (("faq.md", "SGVsbG8=", "md"), ("scan.pdf", "eA==", "pdf"))
+    ]
+    studio.post(f"datasets/{dataset['dataset_id']}/documents", json={"document_bases": bases})
+    for _ in range(200):
+        docs = studio.get(f"datasets/{dataset['dataset_id']}/documents").json()["data"]
+        if all(d["status_name"] != "processing" for d in docs["documents"]):
+            break
+        time.sleep(0.05)
+    studio.close()
 
     open_lab(page, lab)
     status = page.locator('[data-testid="coze-lab-sidebar"] .jp-CozeLab-status')
@@ -247,6 +265,10 @@ def test_sidebar_shows_health(page: Page, lab: Lab) -> None:
     expect(page.get_by_test_id("coze-lab-db")).to_contain_text("sqlite")
     expect(page.get_by_test_id("coze-lab-sandbox")).to_contain_text("workers")
     expect(page.get_by_test_id("coze-lab-error")).to_be_hidden()
+    handbook = page.get_by_test_id("coze-lab-dataset")
+    expect(handbook).to_contain_text("Handbook")
+    expect(handbook).to_contain_text("2 documents")
+    expect(handbook.get_by_test_id("coze-lab-document-status")).to_have_text(["done", "failed"])
 
     # Refresh asks the server again.
     with page.expect_response(lambda r: "/coze_lab/api/health" in r.url) as answer:

@@ -164,6 +164,11 @@ class BotConfig:
     save_variables: bool = False
     #: the model gets list_files, read_file and write_file on the session's workspace
     file_tools: bool = False
+    #: knowledge bases of the bot's space (Coze's ``knowledge.dataset_ids``)
+    dataset_ids: tuple[int, ...] = ()
+    #: True: recall before every answer (Coze's ``auto_call``); False: the model gets a
+    #: ``recall_knowledge`` tool and recalls when it decides to
+    knowledge_auto_call: bool = True
     #: user tables the model queries with SQL, one tool per table (NL2SQL)
     tables: tuple[BotTable, ...] = ()
     #: long-term personal memory: the user's user.md and skills go into the prompt, and
@@ -195,6 +200,8 @@ class BotConfig:
             "response_format": self.response_format,
             "save_variables": self.save_variables,
             "file_tools": self.file_tools,
+            "dataset_ids": [str(i) for i in self.dataset_ids],
+            "knowledge_auto_call": self.knowledge_auto_call,
             "tables": [t.to_dict() for t in self.tables],
             "memory": self.memory,
         }
@@ -230,6 +237,8 @@ class BotConfig:
             response_format=data.get("response_format", "text"),
             save_variables=bool(data.get("save_variables", False)),
             file_tools=bool(data.get("file_tools", False)),
+            dataset_ids=tuple(int(i) for i in data.get("dataset_ids", [])),
+            knowledge_auto_call=bool(data.get("knowledge_auto_call", True)),
             tables=tuple(
                 BotTable(int(t["table_id"]), bool(t.get("allow_writes", False)))
                 for t in data.get("tables", [])

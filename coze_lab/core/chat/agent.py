@@ -16,12 +16,19 @@ from coze_lab.core.bots import BotConfig
 from coze_lab.core.chat import events as ev
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.file_tools import CURRENT_CALL, CallContext
+from coze_lab.core.chat.knowledge import (
+    KNOWLEDGE_RECALL,
+    Recall,
+    recall_prompt,
+    recall_verbose,
+)
 from coze_lab.core.chat.store import ChatInfo, ChatStore
 from coze_lab.core.chat.tools import ToolBox, ToolOutcome, error_outcome
 from coze_lab.core.clock import Clock
 from coze_lab.core.conversations import MessageInfo
 from coze_lab.core.errors import CozeLabError
 from coze_lab.core.ids import new_id
+from coze_lab.core.knowledge.search import Hit
 from coze_lab.core.models import CompletionAccumulator, ModelClient, ModelSpec, ToolCall, Usage
 from coze_lab.core.models.client import on_request_sent
 
@@ -129,8 +136,13 @@ class AgentRun:
         heartbeat_s: float = HEARTBEAT_S,
         poll_cancel: bool = True,
         after: Callable[[], Awaitable[None]] | None = None,
+        recall: Recall | None = None,
+        dataset_names: dict[int, str] | None = None,
     ) -> None:
         self.chat = chat
+        #: the bot's knowledge: recalled before the first model round (``auto_call``)
+        self._recall = recall
+        self._dataset_names = dataset_names or {}
         #: awaited once the outcome is written, before ``done`` (a failure is logged)
         self._after = after
         #: set once the first model request is on its way (or the run ended before sending
@@ -246,6 +258,8 @@ class AgentRun:
     # ---- the loop ---------------------------------------------------------------------------
     async def _rounds(self) -> None:
         config = self.state.config
+        if self.state.round == 0 and self._recall is not None and config.knowledge_auto_call:
+            await self._recall_first()
         while True:
             last_round = self.state.round >= config.max_tool_rounds
             offered = self.tools.definitions() if self.tools and not last_round else None
@@ -283,6 +297,10 @@ class AgentRun:
             client = [c for c in calls if self._invoker(c) is None]
             outcomes = await asyncio.gather(*(self._invoke(c, row_of[c.id]) for c in server))
             responses = []
+            for outcome in outcomes:  # a knowledge recall's citations come before its answer
+                recalled = outcome.meta.pop(KNOWLEDGE_RECALL, None)
+                if recalled is not None:
+                    responses.append(self._row("verbose", recalled))
             for call, outcome in zip(server, outcomes, strict=True):
                 self.state.messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": outcome.output}
@@ -293,6 +311,27 @@ class AgentRun:
             if client:
                 self._requires_action(client)
                 return
+
+    async def _recall_first(self) -> None:
+        """Recall for the user's question, give the model the excerpts (a system message
+        before the question) and write them as Coze's ``knowledge_recall`` verbose message."""
+        assert self._recall is not None
+        question = next((m for m in reversed(self.state.messages) if m["role"] == "user"), None)
+        text = question.get("content") if question else None
+        if isinstance(text, list):  # multimodal parts: their text
+            text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))
+        if not isinstance(text, str) or not text.strip():
+            return
+        hits = await self._recall(text)
+        position = len(self.state.messages) - 1 - self.state.messages[::-1].index(question)
+        self.state.messages.insert(position, {"role": "system", "content": recall_prompt(hits)})
+        await self._until_written()
+        self.cite(text, hits)
+
+    def cite(self, query: str, hits: list[Hit]) -> None:
+        """Write what was recalled as a ``verbose`` ``knowledge_recall`` message."""
+        content = recall_verbose(query, hits, self._dataset_names)
+        self._write([self._row("verbose", content)], emit=True)
 
     async def _call_model(self, tools: list[dict[str, Any]] | None) -> tuple[str, list[ToolCall]]:
         spec = self._spec

@@ -18,6 +18,7 @@ from coze_lab.core.chat.agent import PARTIAL_SAVE_S, AgentRun, AgentState
 from coze_lab.core.chat.attachments import Attachments
 from coze_lab.core.chat.events import ChatChannel, ChatEvent
 from coze_lab.core.chat.file_tools import CURRENT_CALL, FileWrite, file_tools
+from coze_lab.core.chat.knowledge import TOP_K, Recall, recall_tool
 from coze_lab.core.chat.log import pack
 from coze_lab.core.chat.prompt import render
 from coze_lab.core.chat.store import ChatInfo, ChatStore
@@ -43,6 +44,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.conversations.content import file_ids, model_content
 from coze_lab.core.errors import Conflict, CozeLabError, InvalidParameter
 from coze_lab.core.ids import new_id
+from coze_lab.core.knowledge.search import Hit
 from coze_lab.core.memory.personal import PersonalMemory, QueuedMessage
 from coze_lab.core.memory.tables import TableService
 from coze_lab.core.memory.variables import Scope, VariableService, bot_context
@@ -125,6 +127,7 @@ class ChatService:
         tables: TableService | None = None,
         memory: PersonalMemory | None = None,
         on_memory_queued: Callable[[], None] | None = None,
+        knowledge: Any = None,
     ) -> None:
         self.bots = bots
         #: user tables a bot's model queries with SQL (None: bots with tables fail to chat)
@@ -141,6 +144,8 @@ class ChatService:
         self.workspaces = workspaces
         #: who wrote which workspace file (FileHistory; None: not recorded)
         self.file_history = file_history
+        #: the knowledge bases bots recall from (None: bots with knowledge recall nothing)
+        self.knowledge = knowledge
         # a running chat beats every stale/3 s; one silent for stale s is lost; the recovery
         # loop looks every lost/5 s: a dead server's chat fails within 0.8 * lost_after_s
         self.lost_after_s = lost_after_s
@@ -245,8 +250,18 @@ class ChatService:
             after = self._memory_step(
                 chat, queued, owner_id, resolved.bot.workspace_id, resolved.config.model_id
             )
+        recall, names = self._recall(resolved.bot.workspace_id, resolved.config)
         run = self._launch(
-            chat, state, tools, spec, channel, request.auto_save_history, written, after
+            chat,
+            state,
+            tools,
+            spec,
+            channel,
+            request.auto_save_history,
+            written,
+            after,
+            recall=recall if resolved.config.knowledge_auto_call else None,
+            names=names,
         )
         task = self._tasks[chat.id]
         # the model request goes out first; the chat's rows are written while the model
@@ -597,6 +612,9 @@ class ChatService:
         persist: bool,
         written: asyncio.Event | None = None,
         after: Callable[[], Awaitable[None]] | None = None,
+        *,
+        recall: Recall | None = None,
+        names: dict[int, str] | None = None,
     ) -> AgentRun:
         run = AgentRun(
             chat=chat,
@@ -612,6 +630,8 @@ class ChatService:
             heartbeat_s=self._heartbeat_s,
             poll_cancel=not self.signals.shared,
             after=after,
+            recall=recall,
+            dataset_names=names,
         )
         task = self.track(chat.id, run.run(), channel, written)
         # a task canceled before it ran never sent a request
@@ -778,7 +798,25 @@ class ChatService:
         tools += function_tools(config)
         if config.save_variables and scope is not None and self.variables is not None:
             tools += variable_tools(config, scope, self.variables)
+        if config.dataset_ids and not config.knowledge_auto_call and session is not None:
+            recall, names = self._recall(session[0], config)
+            if recall is not None:
+                tools.append(recall_tool(recall, names))
         return ToolBox(tools)
+
+    def _recall(self, space_id: int, config: BotConfig) -> tuple[Recall | None, dict[int, str]]:
+        """How a bot recalls: from those of its knowledge bases that belong to its own
+        space (another space's are never read), and their names for the citations."""
+        if not config.dataset_ids or self.knowledge is None:
+            return None, {}
+        knowledge = self.knowledge
+        names = knowledge.dataset_names(space_id, config.dataset_ids)
+        ids = list(names)
+
+        async def recall(query: str) -> list[Hit]:
+            return await knowledge.search_space(space_id, ids, query, top_k=TOP_K)
+
+        return recall, names
 
     def _file_tools(self, owner_id: int, session: tuple[int, int] | None) -> list[Tool]:
         if self.workspaces is None or session is None:

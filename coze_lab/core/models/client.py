@@ -151,6 +151,7 @@ class ModelClient:
         self._environ = environ
         self._http: httpx.AsyncClient | None = None
         self._wire: _Backend | None = None
+        self._embedder: Any = None
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -164,6 +165,7 @@ class ModelClient:
             await self._http.aclose()
             self._http = None
         self._wire = None
+        self._embedder = None
 
     async def complete(
         self,
@@ -219,6 +221,24 @@ class ModelClient:
                 yield chunk
         finally:
             await chunks.aclose()
+
+    async def embed(self, spec: ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+        """The embeddings of ``texts`` (``POST /v1/embeddings`` through the ``openai`` SDK,
+        on this client's connection pool), in order.
+
+        Example:
+            >>> vectors = await client.embed(spec, ["a cat", "a dog"])  # doctest: +SKIP
+            >>> len(vectors), len(vectors[0])  # doctest: +SKIP
+            (2, 256)
+        """
+        from coze_lab.core.models.sdk import OpenAISDK
+
+        api_key = spec.api_key(self._environ)
+        if self._embedder is None:
+            self._embedder = OpenAISDK(
+                self._http_client(), timeout=self._timeout, max_retries=self._max_retries
+            )
+        return await self._embedder.embed(spec, api_key, texts)
 
     def _backend(self) -> _Backend:
         if self._wire is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -86,6 +86,22 @@ class OpenAISDK:
             raise self._error(exc, spec, api_key) from exc
         finally:
             await sdk_stream.close()
+
+    async def embed(self, spec: ModelSpec, api_key: str, texts: Sequence[str]) -> list[list[float]]:
+        """``embeddings.create`` for ``texts``: the vectors, in the order of the texts."""
+        try:
+            response = await self._client(spec, api_key).embeddings.create(
+                model=spec.model, input=list(texts), encoding_format="float"
+            )
+        except self._errors as exc:
+            raise self._error(exc, spec, api_key) from exc
+        ordered = sorted(response.data, key=lambda item: item.index)
+        if len(ordered) != len(texts):
+            raise ModelError(
+                f"{spec.where} returned {len(ordered)} embeddings for {len(texts)} texts",
+                kind="protocol",
+            )
+        return [list(item.embedding) for item in ordered]
 
     def _arguments(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """``create``'s keywords; parameters it does not know (``top_k``, ...) go in

@@ -292,6 +292,34 @@ class Workflow:
             kwargs["tables"] = [str(getattr(t, "name", t)) for t in kwargs["tables"]]
         return self.node("database", node_id, operation=operation, **kwargs)
 
+    def knowledge(
+        self,
+        node_id: str,
+        *,
+        datasets: Any,
+        query: str,
+        top_k: int = 5,
+        min_score: float = 0.0,
+        **kwargs: Any,
+    ) -> str:
+        """Recall chunks from knowledge bases (``datasets``: ids or ``cl.Knowledge`` objects);
+        outputs ``chunks`` (with their source) and ``output`` (their text).
+
+        Example:
+            >>> wf.knowledge("recall", datasets=[kb], query="{{start.question}}")  # doctest: +SKIP
+        """
+        items = datasets if isinstance(datasets, list | tuple) else [datasets]
+        ids = [str(getattr(d, "id", d)) for d in items]
+        return self.node(
+            "knowledge",
+            node_id,
+            dataset_ids=ids,
+            query=query,
+            top_k=top_k,
+            min_score=min_score,
+            **kwargs,
+        )
+
     def plugin(self, node_id: str, *, plugin: Any, tool: str, **kwargs: Any) -> str:
         """Call a plugin tool; ``inputs=`` are its arguments, ``plugin`` a Plugin or its id.
 

@@ -277,6 +277,13 @@ class _Context:
         return self._engine.tables
 
     @property
+    def knowledge(self) -> Any:
+        """The knowledge bases (knowledge nodes)."""
+        if self._engine.knowledge is None:
+            raise Unavailable("knowledge bases are not configured in this engine")
+        return self._engine.knowledge
+
+    @property
     def scene(self) -> str:
         """``online`` for a run of a published version, else ``draft`` (debug runs)."""
         return self._node.config.get("scene") or (
@@ -372,6 +379,7 @@ class Engine:
         mcp: Callable[[], Any] | None = None,
         tables: Any = None,
         variables: Any = None,
+        knowledge: Any = None,
         clock: Clock = utcnow,
         settings: EngineSettings | None = None,
         signals: Signals | None = None,
@@ -394,6 +402,7 @@ class Engine:
         self.tables = tables
         #: the VariableService of bot variables (variable and assign nodes)
         self.variables = variables
+        self.knowledge = knowledge
         self.clock = clock
         self.settings = settings or EngineSettings()
         self.worker = f"w-{secrets.token_hex(6)}"

@@ -29,6 +29,7 @@ from coze_lab.core.workflows.nodes.database import DatabaseNode
 from coze_lab.core.workflows.nodes.http import HttpNode
 from coze_lab.core.workflows.nodes.human import InputNode, QuestionNode
 from coze_lab.core.workflows.nodes.intent import IntentNode
+from coze_lab.core.workflows.nodes.knowledge import KnowledgeNode
 from coze_lab.core.workflows.nodes.llm import LlmNode
 from coze_lab.core.workflows.nodes.mcp import McpNode
 from coze_lab.core.workflows.nodes.plugin import PluginNode
@@ -57,6 +58,7 @@ NODE_TYPES: dict[str, NodeKind] = {
         PluginNode(),
         McpNode(),
         DatabaseNode(),
+        KnowledgeNode(),
         LoopControlNode("break"),
         LoopControlNode("continue"),
     )

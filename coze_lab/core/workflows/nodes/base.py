@@ -70,6 +70,9 @@ class NodeContext(Protocol):
     def tables(self) -> Any: ...
 
     @property
+    def knowledge(self) -> Any: ...
+
+    @property
     def scene(self) -> str: ...
 
     @property

