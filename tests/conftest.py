@@ -33,10 +33,17 @@ BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else []) + (["mysql"] if MYSQL
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``postgresql`` exist only when PostgreSQL is configured (as the
     ``postgresql`` cases of ``db_url`` do): deselected, not skipped, without it; with it, a
-    server that cannot be reached fails them."""
-    if PG_URL:
-        return
-    kept = [item for item in items if item.get_closest_marker("postgresql") is None]
+    server that cannot be reached fails them. Tests marked ``server_db`` have no SQLite
+    case (what they test, such as a server connection, SQLite does not have)."""
+
+    def absent(item: pytest.Item) -> bool:
+        if item.get_closest_marker("postgresql") is not None and not PG_URL:
+            return True
+        params = getattr(item, "callspec", None)
+        on_sqlite = params is not None and params.params.get("db_url") == "sqlite"
+        return on_sqlite and item.get_closest_marker("server_db") is not None
+
+    kept = [item for item in items if not absent(item)]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = kept

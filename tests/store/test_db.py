@@ -71,14 +71,13 @@ def test_unreachable_database_reports_unhealthy() -> None:
     assert health["ok"] is False and health["dialect"] == "postgresql"
 
 
+@pytest.mark.server_db
 @pytest.mark.parametrize("idle_s", [0.0, 3600.0])
 def test_an_idle_server_connection_that_died_is_replaced_a_busy_one_is_not_pinged(
     db_url: str, idle_s: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A pooled connection idle past ``PING_IDLE_S`` is pinged and, dead, replaced on
     checkout; one used more recently is not pinged (its death fails the next use once)."""
-    if db_url.startswith("sqlite"):
-        pytest.skip("SQLite has no server connection to lose")
     from sqlalchemy.exc import OperationalError
 
     from coze_lab.store import db as db_module

@@ -115,7 +115,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, model: ModelServer) -> Iterato
 
 @pytest.fixture
 def page(browser, lab: Lab) -> Iterator[Page]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
