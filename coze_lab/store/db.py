@@ -48,9 +48,10 @@ def json_text(value: Any) -> str:
 def sqlite_driver(vectors: bool = True) -> tuple[Any, Any]:
     """The DB-API module for SQLite and the sqlite-vec loader, or ``(None, None)``.
 
-    ``pysqlite3`` (a build of the ``sqlite3`` module that may load extensions, which
-    common Python builds leave out) with ``sqlite_vec``'s loader when both import and
-    ``vectors`` is true; else the standard ``sqlite3`` (SQLAlchemy's default) and no loader.
+    With ``vectors`` and ``sqlite_vec`` installed: ``pysqlite3`` (a build of the ``sqlite3``
+    module that may load extensions, which common Python builds leave out) where it is
+    installed, else the standard ``sqlite3`` if it may load extensions. Otherwise the
+    standard ``sqlite3`` (SQLAlchemy's default, ``None`` here) and no loader.
 
     Example:
         >>> module, load = sqlite_driver(vectors=False)
@@ -60,10 +61,16 @@ def sqlite_driver(vectors: bool = True) -> tuple[Any, Any]:
     if not vectors:
         return None, None
     try:
-        import pysqlite3.dbapi2 as module  # type: ignore[import-untyped]
         import sqlite_vec  # type: ignore[import-untyped]
     except ImportError:
         return None, None
+    try:
+        import pysqlite3.dbapi2 as module  # type: ignore[import-untyped]
+    except ImportError:
+        import sqlite3 as module
+
+        if not hasattr(module.Connection, "enable_load_extension"):
+            return None, None
     return module, sqlite_vec.load
 
 
