@@ -11,6 +11,7 @@ was not loaded). Where sqlite-vec does not load, the exact scan in ``search`` is
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, bindparam, text
@@ -18,6 +19,7 @@ from sqlalchemy import Connection, bindparam, text
 from coze_lab.store import Database
 
 log = logging.getLogger(__name__)
+_NAME = re.compile(r"dataset_vectors_\d+")
 
 #: how many KNN queries ran (tests read it to see which vector search recall used)
 queries = 0
@@ -41,7 +43,7 @@ def tables(conn: Connection) -> list[str]:
             "AND name GLOB 'dataset_vectors_[0-9]*' AND sql LIKE '%vec0%'"
         )
     )
-    return [row[0] for row in rows]
+    return [row[0] for row in rows if _NAME.fullmatch(row[0])]  # not vec0's shadow tables
 
 
 def _create(conn: Connection, size: int) -> str:
