@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import ROUNDS, Figures, banner, load_average, percentile  # noqa: E402
+from _common import ROUNDS, Figures, banner, percentile  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
 from coze_lab import services  # noqa: E402
@@ -298,7 +298,6 @@ def main() -> None:
         loop.close()
         runtime.db.dispose()
     figures.print()
-    print(f"at end: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -79,8 +79,10 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
     if dialect == "sqlite":
         words = _selective(db, words)
         match = " OR ".join(f'"{w}"' for w in words)
+        # CROSS JOIN keeps FTS5 first: SQLite 3.51's planner otherwise walks the dataset's
+        # chunks by index and asks FTS5 row by row (0.4 s instead of 1 ms at 10k chunks)
         sql = (
-            "SELECT c.id FROM dataset_chunks_fts f JOIN dataset_chunks c ON c.id = f.rowid "
+            "SELECT c.id FROM dataset_chunks_fts f CROSS JOIN dataset_chunks c ON c.id = f.rowid "
             "WHERE dataset_chunks_fts MATCH :q AND c.dataset_id IN :ids "
             "ORDER BY bm25(dataset_chunks_fts) LIMIT :n"
         )
