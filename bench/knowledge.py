@@ -2,7 +2,7 @@
 recall@5 of hybrid retrieval against BM25 only (``rank_bm25``) and vectors only.
 
     .venv/bin/python bench/knowledge.py [--database-url URL] [--docs 300]
-        [--sizes 10000,100000] [--queries 20]
+        [--sizes 10000,100000] [--queries 20] [--exact-scan]
 
 Everything is generated: a corpus of companies (made-up names, products, cities, founders,
 years, registry codes) and a labelled question set, half asked with the document's rare
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import random
 import re
 import sys
@@ -33,14 +34,20 @@ sys.path.insert(0, str(ROOT))
 from _common import ROUNDS, Figures, banner, percentile  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
+from coze_lab import services  # noqa: E402
 from coze_lab.config import CozeLab  # noqa: E402
 from coze_lab.core.ids import new_id  # noqa: E402
-from coze_lab.core.knowledge import IngestWorker, KnowledgeService, NewDocument  # noqa: E402
+from coze_lab.core.knowledge import (  # noqa: E402
+    IngestWorker,
+    KnowledgeService,
+    NewDocument,
+    vec_sqlite,
+)
 from coze_lab.core.knowledge import search as retrieval  # noqa: E402
 from coze_lab.core.knowledge.embeddings import RegistryEmbedder, pack  # noqa: E402
 from coze_lab.core.models import ModelClient, ModelRegistry  # noqa: E402
 from coze_lab.services import Runtime  # noqa: E402
-from coze_lab.store import sqlite_url  # noqa: E402
+from coze_lab.store import Database, sqlite_url  # noqa: E402
 from coze_lab.store.models import DatasetChunk  # noqa: E402
 from coze_lab.testing import ModelServer  # noqa: E402
 from coze_lab.testing.model_server import demo_embedding  # noqa: E402
@@ -148,7 +155,15 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
     kb = runtime.knowledge
     (doc,) = kb.create_documents(user_id, dataset_id, [NewDocument("bulk.txt", "txt", b"x")])
     rng = random.Random(7)
-    batch = []
+    batch: list[dict] = []
+    indexed = runtime.db.has_sqlite_vec()
+
+    def flush(conn: object) -> None:
+        conn.execute(insert(DatasetChunk), batch)  # type: ignore[attr-defined]
+        if indexed:  # as the ingestion job does, in the same transaction
+            rows = ((r["id"], dataset_id, r["embedding"]) for r in batch)
+            vec_sqlite.store(conn, rows)  # type: ignore[arg-type]
+
     with runtime.db.write() as conn:
         for i in range(count):
             text = fact(company(rng, i))
@@ -164,10 +179,10 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
                 }
             )
             if len(batch) == 2000:
-                conn.execute(insert(DatasetChunk), batch)
+                flush(conn)
                 batch = []
         if batch:
-            conn.execute(insert(DatasetChunk), batch)
+            flush(conn)
 
 
 def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: list) -> dict:
@@ -193,7 +208,7 @@ def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: lis
             scores = bm25.get_scores(re.findall(r"\w+", q.lower()))
             best = sorted(range(len(contents)), key=lambda i: -scores[i])[:5]
             hits["bm25"] += any(c["code"] in contents[i] for i in best)
-            near = retrieval.exact_scan(runtime.db, [dataset_id], pack(demo_embedding(q)), 5)
+            near = retrieval.nearest(runtime.db, [dataset_id], pack(demo_embedding(q)), 5)
             texts = {r.id: r.content for r in rows}
             hits["vector"] += any(c["code"] in texts[i] for i, _ in near)
     loop.close()
@@ -206,7 +221,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300, help="documents ingested (and asked)")
     parser.add_argument("--sizes", default="10000,100000", help="chunk counts for latency")
     parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument(
+        "--exact-scan", action="store_true", help="SQLite without sqlite-vec (the fallback)"
+    )
     args = parser.parse_args()
+    if args.exact_scan:
+        services.Database = functools.partial(Database, sqlite_vec=False)  # type: ignore[misc]
     banner("knowledge", "hybrid recall vs BM25 only (rank_bm25) vs vectors only; latency")
     figures = Figures()
     with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
@@ -255,18 +275,26 @@ def main() -> None:
                 f"{time.perf_counter() - started:.1f} s",
             )
             rng = random.Random(size)
-            p50s, p95s = [], []
+            p50s, p95s, vector_p50s = [], [], []
             for _ in range(ROUNDS):
-                times = []
+                times, vector_times = [], []
                 for _ in range(args.queries):
                     q = " ".join(questions(company(rng, rng.randint(0, size)))[:1])
                     t0 = time.perf_counter()
                     loop.run_until_complete(local.search_space(user.workspace_id, [big.id], q))
                     times.append((time.perf_counter() - t0) * 1000)
+                    vector = pack(demo_embedding(q))
+                    t0 = time.perf_counter()
+                    retrieval.nearest(
+                        runtime.db, [big.id], vector, retrieval.CANDIDATES, local.vectors
+                    )
+                    vector_times.append((time.perf_counter() - t0) * 1000)
                 p50s.append(percentile(times, 0.5))
                 p95s.append(percentile(times, 0.95))
+                vector_p50s.append(percentile(vector_times, 0.5))
             figures.add(f"query p50 at {size} chunks", p50s, "ms", digits=1)
             figures.add(f"query p95 at {size} chunks", p95s, "ms", digits=1)
+            figures.add(f"vector side alone p50 at {size} chunks", vector_p50s, "ms", digits=1)
         loop.close()
         runtime.db.dispose()
     figures.print()

@@ -182,6 +182,10 @@ class Runtime:
         from coze_lab.core.knowledge.search import vector_backend
 
         log.info("coze_lab knowledge: %s", vector_backend(self.db))
+        if self.db.has_sqlite_vec():
+            from coze_lab.core.knowledge import vec_sqlite
+
+            vec_sqlite.sync(self.db)
         self.memory_worker.start()
 
     def _memory_queued(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,8 @@ import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
 
 
 def sqlite_url(path: Path) -> str:
@@ -43,12 +46,56 @@ def json_text(value: Any) -> str:
         return json.dumps(value)
 
 
-def _tune_sqlite(engine: Engine) -> None:
+def sqlite_driver(vectors: bool = True) -> tuple[Any, Any]:
+    """The DB-API module for SQLite and the sqlite-vec loader, or ``(None, None)``.
+
+    With ``vectors`` and ``sqlite_vec`` installed: ``pysqlite3`` (a build of the ``sqlite3``
+    module that may load extensions, which common Python builds leave out) where it is
+    installed, else the standard ``sqlite3`` if it may load extensions. Otherwise the
+    standard ``sqlite3`` (SQLAlchemy's default, ``None`` here) and no loader.
+
+    Example:
+        >>> module, load = sqlite_driver(vectors=False)
+        >>> module is None and load is None
+        True
+    """
+    if not vectors:
+        return None, None
+    try:
+        import sqlite_vec  # type: ignore[import-untyped]
+    except ImportError:
+        return None, None
+    try:
+        import pysqlite3.dbapi2 as module  # type: ignore[import-untyped]
+    except ImportError:
+        import sqlite3 as module
+
+        if not hasattr(module.Connection, "enable_load_extension"):
+            return None, None
+    return module, sqlite_vec.load
+
+
+def _load_vec(dbapi_connection: Any, load: Any) -> bool:
+    try:
+        dbapi_connection.enable_load_extension(True)
+        try:
+            load(dbapi_connection)
+        finally:
+            dbapi_connection.enable_load_extension(False)
+    except Exception as exc:  # the extension is optional: search falls back to a scan
+        log.warning("sqlite-vec did not load (%s): vector search falls back to a scan", exc)
+        return False
+    return True
+
+
+def _tune_sqlite(engine: Engine, database: Database | None = None, load: Any = None) -> None:
     # pysqlite opens transactions lazily and never for SELECT; emit BEGIN ourselves so a
     # transaction is one unit from its first statement (SQLAlchemy's documented recipe).
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
+        if load is not None and database is not None and database.sqlite_vec is not False:
+            database.sqlite_vec = _load_vec(dbapi_connection, load)
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -101,19 +148,28 @@ class Database:
         1
     """
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str, *, echo: bool = False, sqlite_vec: bool = True) -> None:
         self.url = make_url(url)
+        #: SQLite: whether connections load sqlite-vec (``None`` until the first connects;
+        #: ``False`` when asked not to, when the packages are missing or it fails to load)
+        self.sqlite_vec: bool | None = None
         kwargs: dict[str, Any] = {
             "echo": echo,
             "json_serializer": json_text,
         }
+        load = None
         if self.dialect == "sqlite":
+            module, load = sqlite_driver(sqlite_vec)
+            if module is None:
+                self.sqlite_vec = False
+            else:
+                kwargs["module"] = module
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if self.url.database:
                 Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
         self.engine = create_engine(self.url, **kwargs)
         if self.dialect == "sqlite":
-            _tune_sqlite(self.engine)
+            _tune_sqlite(self.engine, self, load)
         else:
             _ping_idle(self.engine)
         self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
@@ -147,6 +203,20 @@ class Database:
         """A Core connection in a read-only transaction (never blocks writers)."""
         with self.engine.begin() as connection:
             yield connection
+
+    def has_sqlite_vec(self) -> bool:
+        """Whether this is SQLite with sqlite-vec loaded (connects once to find out).
+
+        Example:
+            >>> Database("sqlite://", sqlite_vec=False).has_sqlite_vec()
+            False
+        """
+        if self.dialect != "sqlite":
+            return False
+        if self.sqlite_vec is None:
+            with self.engine.connect():
+                pass
+        return bool(self.sqlite_vec)
 
     def upgrade(self) -> str:
         """Bring the schema to the newest migration; return the revision."""

