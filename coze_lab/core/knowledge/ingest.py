@@ -22,6 +22,7 @@ from coze_lab.core.ids import new_id
 from coze_lab.core.knowledge.chunking import ChunkStrategy, chunk_text
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import ParseError, parse
+from coze_lab.core.knowledge.search import pg_store, pgvector
 from coze_lab.store import Database
 from coze_lab.store.models import DatasetChunk, DatasetDocument, KnowledgeJob
 
@@ -180,6 +181,7 @@ class IngestWorker:
         vectors: list[bytes | None],
         chars: int,
     ) -> None:
+        schema = pgvector(self._db)  # set up (DDL) before this transaction locks the table
         with self._db.transaction() as session:
             mine = session.scalars(
                 select(KnowledgeJob.document_id)
@@ -189,7 +191,7 @@ class IngestWorker:
             if mine is None:  # deleted meanwhile, or claimed by another worker after our lease
                 return
             session.execute(delete(DatasetChunk).where(DatasetChunk.document_id == document_id))
-            session.add_all(
+            rows = [
                 DatasetChunk(
                     id=new_id(),
                     document_id=document_id,
@@ -200,7 +202,15 @@ class IngestWorker:
                     embedding=vectors[i],
                 )
                 for i, text in enumerate(chunks)
-            )
+            ]
+            session.add_all(rows)
+            if schema is not None:  # the pgvector column too, in the same transaction
+                session.flush()
+                pg_store(
+                    session.connection(),
+                    schema,
+                    [(r.id, r.embedding) for r in rows if r.embedding is not None],
+                )
             session.execute(
                 update(DatasetDocument)
                 .where(DatasetDocument.id == document_id)

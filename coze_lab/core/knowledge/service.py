@@ -430,7 +430,13 @@ class KnowledgeService:
             except Exception as exc:  # the model is down: full text still answers
                 log.warning("knowledge query not embedded, full text only: %s", exc)
         if vector is not None:
-            near = retrieval.exact_scan(self._db, ids, vector, retrieval.CANDIDATES, self.vectors)
+            schema = retrieval.pgvector(self._db)
+            if schema is not None:
+                near = retrieval.pg_nearest(self._db, schema, ids, vector, retrieval.CANDIDATES)
+            else:
+                near = retrieval.exact_scan(
+                    self._db, ids, vector, retrieval.CANDIDATES, self.vectors
+                )
             similarity = dict(near)
             rankings.append([chunk_id for chunk_id, _ in near])
         fused = retrieval.fuse(rankings)
