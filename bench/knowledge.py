@@ -152,6 +152,8 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
     (doc,) = kb.create_documents(user_id, dataset_id, [NewDocument("bulk.txt", "txt", b"x")])
     rng = random.Random(7)
     batch = []
+    if PGVECTOR:  # the index of 256-dimension vectors, as the ingestion job makes it
+        retrieval.pg_index(runtime.db, PGVECTOR, 256)
     with runtime.db.write() as conn:
         for i in range(count):
             text = fact(company(rng, i))

@@ -22,7 +22,7 @@ from coze_lab.core.ids import new_id
 from coze_lab.core.knowledge.chunking import ChunkStrategy, chunk_text
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import ParseError, parse
-from coze_lab.core.knowledge.search import pg_store, pgvector
+from coze_lab.core.knowledge.search import pg_index, pg_store, pgvector
 from coze_lab.store import Database
 from coze_lab.store.models import DatasetChunk, DatasetDocument, KnowledgeJob
 
@@ -182,6 +182,9 @@ class IngestWorker:
         chars: int,
     ) -> None:
         schema = pgvector(self._db)  # set up (DDL) before this transaction locks the table
+        if schema is not None:
+            for dims in {len(v) // 4 for v in vectors if v is not None}:
+                pg_index(self._db, schema, dims)
         with self._db.transaction() as session:
             mine = session.scalars(
                 select(KnowledgeJob.document_id)

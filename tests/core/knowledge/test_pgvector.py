@@ -77,6 +77,14 @@ async def test_recall_runs_on_pgvector(runtime: Runtime, model_env: ModelServer)
             text(f"SELECT count(*), count({PG_COLUMN}) FROM dataset_chunks")
         ).one()
     assert stored[0] == len(notes) and stored[1] == len(notes)  # written with the chunks
+    with db.read() as conn:
+        index = conn.execute(
+            text(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexname = 'ix_dataset_chunks_vec_256'"
+            )
+        ).scalar_one()
+    assert "USING hnsw" in index and "vector(256)" in index
 
     query = pack(demo_embedding("when does the falcon ship"))
     near = pg_nearest(db, "public", [dataset.id], query, 5)
