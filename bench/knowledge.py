@@ -207,7 +207,11 @@ def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: lis
             scores = bm25.get_scores(re.findall(r"\w+", q.lower()))
             best = sorted(range(len(contents)), key=lambda i: -scores[i])[:5]
             hits["bm25"] += any(c["code"] in contents[i] for i in best)
-            near = retrieval.exact_scan(runtime.db, [dataset_id], pack(demo_embedding(q)), 5)
+            vector = pack(demo_embedding(q))
+            if PGVECTOR:  # what recall's vector side runs on here
+                near = retrieval.pg_nearest(runtime.db, PGVECTOR, [dataset_id], vector, 5)
+            else:
+                near = retrieval.exact_scan(runtime.db, [dataset_id], vector, 5)
             texts = {r.id: r.content for r in rows}
             hits["vector"] += any(c["code"] in texts[i] for i, _ in near)
     loop.close()
