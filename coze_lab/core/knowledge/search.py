@@ -82,7 +82,7 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
         return []
     dialect = db.dialect
     if dialect == "sqlite":
-        words = _selective(db, words)
+        words = _selective(db, words, _FTS5_DF)
         match = " OR ".join(f'"{w}"' for w in words)
         sql = (
             "SELECT c.id FROM dataset_chunks_fts f JOIN dataset_chunks c ON c.id = f.rowid "
@@ -90,6 +90,7 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
             "ORDER BY bm25(dataset_chunks_fts) LIMIT :n"
         )
     elif dialect == "postgresql":
+        words = _selective(db, words, _PG_DF)
         match = " | ".join(words)
         sql = (
             "SELECT id FROM dataset_chunks, to_tsquery('simple', :q) query "
@@ -121,9 +122,14 @@ _DF: dict[tuple[int, str], tuple[float, int]] = {}
 DF_TTL_S = 300.0
 
 
-def _selective(db: Database, words: list[str]) -> list[str]:
-    """The query's words without the very common ones (by document frequency, from FTS5's
-    vocabulary); the three rarest stay when all are common."""
+_FTS5_DF = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
+_PG_DF = "SELECT count(*) FROM dataset_chunks WHERE tsv @@ to_tsquery('simple', :t)"
+
+
+def _selective(db: Database, words: list[str], vocab: str) -> list[str]:
+    """The query's words without the very common ones (by document frequency: FTS5's
+    vocabulary on SQLite, the GIN index on PostgreSQL); the three rarest stay when all
+    are common."""
     now = time.monotonic()
     if len(_DF) > 100_000:
         _DF.clear()
@@ -141,7 +147,6 @@ def _selective(db: Database, words: list[str]) -> list[str]:
         total = frequency("", "SELECT count(*) FROM dataset_chunks")
         if total < 20:  # a handful of chunks: every word is "common"
             return words
-        vocab = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
         df = {w: frequency(w, vocab) for w in words}
     kept = [w for w in words if df[w] <= COMMON_SHARE * total]
     return kept or sorted(words, key=df.__getitem__)[:3]
