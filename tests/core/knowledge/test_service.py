@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from coze_lab.core.errors import InvalidParameter, NotFound
 from coze_lab.core.knowledge import ChunkStrategy, IngestWorker, KnowledgeService, NewDocument
-from coze_lab.core.knowledge.search import fuse, terms, vector_backend
+from coze_lab.core.knowledge.search import fuse, pgvector, terms, vector_backend
 from coze_lab.services import Runtime
 from coze_lab.store.models import DatasetChunk, KnowledgeJob
 from coze_lab.testing import ModelServer
@@ -86,8 +86,9 @@ async def test_ingest_recall_isolation_and_failures(
     offline = KnowledgeService(runtime.db, embedder=Down)
     hits = await offline.search(alice.id, [mine.id], "Falcon", top_k=1)
     assert hits[0].document_name == "report.pdf"
-    if runtime.db.dialect == "postgresql":  # the start-up line says how to do better
-        assert "install the extension" in vector_backend(runtime.db)
+    if runtime.db.dialect == "postgresql":  # the start-up line: pgvector, or how to get it
+        line = vector_backend(runtime.db)
+        assert ("pgvector (schema" if pgvector(runtime.db) else "install the extension") in line
 
     listed, total = kb.list_datasets(alice.id, None)
     assert total == 1 and listed[0].doc_count == 3 and listed[0].failed_file_list == ["broken.pdf"]
