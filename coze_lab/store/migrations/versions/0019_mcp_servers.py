@@ -55,7 +55,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ux_mcp_credentials_owner", table_name="mcp_credentials")
+    # dropping a table drops its indexes; MySQL/MariaDB refuse to drop first an index that
+    # backs a foreign key
     op.drop_table("mcp_credentials")
-    op.drop_index("ux_mcp_servers_space_name", table_name="mcp_servers")
     op.drop_table("mcp_servers")
