@@ -139,8 +139,13 @@ def a_bot_answers_from_a_pdf_with_a_citation(lab: Lab, model_server: ModelServer
     )
 
     bot_id = make_bot(lab)
-    # another space's knowledge base named by the bot is never read
-    coze.bots.update(bot_id=bot_id, knowledge=BotKnowledge(dataset_ids=[dataset_id, bob_kb]))
+    # another space's knowledge base is refused, naming it, and the bot is left as it was
+    with pytest.raises(CozeAPIError) as refused:
+        coze.bots.update(bot_id=bot_id, knowledge=BotKnowledge(dataset_ids=[dataset_id, bob_kb]))
+    assert refused.value.code == 4200 and bob_kb in (refused.value.msg or ""), refused.value
+    draft = lab.get(f"/v1/bots/{bot_id}", params={"is_published": "false"}).json()["data"]
+    assert draft["knowledge"]["dataset_ids"] == [], draft["knowledge"]
+    coze.bots.update(bot_id=bot_id, knowledge=BotKnowledge(dataset_ids=[dataset_id]))
     publish(lab, bot_id)
     model_server.script([TextReply("Falcon launches on 3 May 2027 [1] (plan.pdf).")])
     poll = coze.chat.create_and_poll(

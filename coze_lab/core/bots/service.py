@@ -21,6 +21,7 @@ from coze_lab.store.models import (
     BotConnector,
     BotRecord,
     BotVersion,
+    Dataset,
     McpServer,
     PluginRecord,
     PluginTool,
@@ -389,6 +390,19 @@ class BotService:
             absent = [str(i) for i in table_ids if i not in known]
             if absent:
                 raise NotFound(f"table {', '.join(absent)} does not exist in the bot's space")
+        if config.dataset_ids:
+            known = set(
+                session.scalars(
+                    select(Dataset.id).where(
+                        Dataset.space_id == space_id, Dataset.id.in_(config.dataset_ids)
+                    )
+                )
+            )
+            absent = [str(i) for i in config.dataset_ids if i not in known]
+            if absent:
+                raise NotFound(
+                    f"knowledge base {', '.join(absent)} does not exist in the bot's space"
+                )
         if config.mcp_servers:
             ids = [m.server_id for m in config.mcp_servers]
             known = set(
