@@ -46,6 +46,9 @@ const sidebarPlugin: JupyterFrontEndPlugin<ICozeLabSidebar> = {
     if (restorer) {
       restorer.add(sidebar, sidebar.id);
     }
+    // JupyterLab restores the sections' sizes saved with the workspace; a new set of
+    // sections starts from their shares instead (later the user's own sizes are kept)
+    void app.restored.then(() => sidebar.shareNewSections());
 
     app.commands.addCommand(CommandIDs.open, {
       label: 'Open Coze Lab',

@@ -7,6 +7,10 @@ import { Widget } from '@lumino/widgets';
 export interface ICozeLabPanel extends Widget {
   /** Reload the section's data from the server. */
   refresh(): Promise<void>;
+  /** True: the section keeps the height of its content (the rest share what is left). */
+  readonly fitsContent?: boolean;
+  /** True: the section starts folded (its title shows; a click opens it). */
+  readonly startsFolded?: boolean;
 }
 
 /**

@@ -21,6 +21,9 @@ interface IDataset {
  * or the datasets API.
  */
 export class KnowledgePanel extends Widget implements ICozeLabPanel {
+  /** Used less often: folded until opened, so the runs and bots keep their room. */
+  readonly startsFolded = true;
+
   constructor() {
     super();
     this.id = 'coze-lab-knowledge';

@@ -34,6 +34,9 @@ interface IMemory {
  * deletable, the last changes (each with the message it came from) and the queue.
  */
 export class MemoryPanel extends Widget implements ICozeLabPanel {
+  /** Used less often: folded until opened, so the runs and bots keep their room. */
+  readonly startsFolded = true;
+
   constructor() {
     super();
     this.id = 'coze-lab-memory';

@@ -23,6 +23,9 @@ function date(unix: number | null): string {
  * Personal access tokens: create (the secret is shown once), list, revoke.
  */
 export class TokensPanel extends Widget implements ICozeLabPanel {
+  /** Used less often: folded until opened, so the runs and bots keep their room. */
+  readonly startsFolded = true;
+
   constructor() {
     super();
     this.id = 'coze-lab-tokens';

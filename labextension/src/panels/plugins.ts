@@ -20,6 +20,9 @@ interface IPlugin {
  * (`cl.Plugin.from_openapi(...)`) or the studio API.
  */
 export class PluginsPanel extends Widget implements ICozeLabPanel {
+  /** Used less often: folded until opened, so the runs and bots keep their room. */
+  readonly startsFolded = true;
+
   constructor() {
     super();
     this.id = 'coze-lab-plugins';

@@ -21,6 +21,9 @@ function yesNo(value: boolean): string {
  * `coze-lab-error`, `coze-lab-updated`.
  */
 export class StatusPanel extends Widget implements ICozeLabPanel {
+  /** Every status row shows, without scrolling. */
+  readonly fitsContent = true;
+
   constructor(options: StatusPanel.IOptions = {}) {
     super();
     this._fetch = options.fetch ?? fetchHealth;
