@@ -357,8 +357,9 @@ class BotService:
 
     # ---- internals ---------------------------------------------------------------------
     def _check(self, space_id: int, config: BotConfig, session: Any) -> None:
-        """The model exists, and the bot's workflows are in the bot's space (so that every
-        member who may chat with the bot may run them)."""
+        """The model exists, and every plugin tool, table, knowledge base, MCP server and
+        workflow the bot names is in the bot's space (so that every member who may chat with
+        the bot may use them)."""
         if self._check_model is not None:
             self._check_model(config.model_id)
         if config.plugin_tools:
@@ -378,58 +379,21 @@ class BotService:
                 raise InvalidParameter(
                     f"plugin_id_list: no such plugin tool in the bot's space: {named}"
                 )
-        if config.tables:
-            table_ids = [t.table_id for t in config.tables]
-            known = set(
-                session.scalars(
-                    select(UserTable.id).where(
-                        UserTable.space_id == space_id, UserTable.id.in_(table_ids)
-                    )
-                )
-            )
-            absent = [str(i) for i in table_ids if i not in known]
-            if absent:
-                raise NotFound(f"table {', '.join(absent)} does not exist in the bot's space")
-        if config.dataset_ids:
-            known = set(
-                session.scalars(
-                    select(Dataset.id).where(
-                        Dataset.space_id == space_id, Dataset.id.in_(config.dataset_ids)
-                    )
-                )
-            )
-            absent = [str(i) for i in config.dataset_ids if i not in known]
-            if absent:
-                raise NotFound(
-                    f"knowledge base {', '.join(absent)} does not exist in the bot's space"
-                )
-        if config.mcp_servers:
-            ids = [m.server_id for m in config.mcp_servers]
-            known = set(
-                session.scalars(
-                    select(McpServer.id).where(
-                        McpServer.space_id == space_id, McpServer.id.in_(ids)
-                    )
-                )
-            )
-            missing = [str(i) for i in ids if i not in known]
-            if missing:
-                raise InvalidParameter(
-                    f"mcp_servers: no such MCP server in the bot's space: {', '.join(missing)}"
-                )
-        if not config.workflow_ids:
-            return
-        found = set(
-            session.scalars(
-                select(WorkflowRecord.id).where(
-                    WorkflowRecord.space_id == space_id,
-                    WorkflowRecord.id.in_(config.workflow_ids),
-                )
-            )
+        absent = _absent_in_space(session, UserTable, space_id, [t.table_id for t in config.tables])
+        if absent:
+            raise NotFound(f"table {absent} does not exist in the bot's space")
+        absent = _absent_in_space(session, Dataset, space_id, config.dataset_ids)
+        if absent:
+            raise NotFound(f"knowledge base {absent} does not exist in the bot's space")
+        absent = _absent_in_space(
+            session, McpServer, space_id, [m.server_id for m in config.mcp_servers]
         )
-        missing = [str(i) for i in config.workflow_ids if i not in found]
-        if missing:
-            raise NotFound(f"workflow {', '.join(missing)} does not exist in the bot's space")
+        if absent:
+            # 400, not 404: Coze reports unusable tool references as a bad parameter
+            raise InvalidParameter(f"mcp_servers: no such MCP server in the bot's space: {absent}")
+        absent = _absent_in_space(session, WorkflowRecord, space_id, config.workflow_ids)
+        if absent:
+            raise NotFound(f"workflow {absent} does not exist in the bot's space")
 
     def _visible(self, session: Any, user_id: int, bot_id: int, *, lock: bool = False) -> BotRecord:
         query = select(BotRecord).where(
@@ -496,3 +460,13 @@ def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:
         connectors={b.connector_id: b.version for b in bindings},
         published_at=max((b.published_at for b in bindings), default=None),
     )
+
+
+def _absent_in_space(session: Any, model: Any, space_id: int, ids: Sequence[int]) -> str:
+    """The ``ids`` of ``model`` rows that are not in ``space_id``, comma-separated ("" if none)."""
+    if not ids:
+        return ""
+    known = set(
+        session.scalars(select(model.id).where(model.space_id == space_id, model.id.in_(ids)))
+    )
+    return ", ".join(str(i) for i in ids if i not in known)
