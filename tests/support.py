@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -13,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import create_engine, text
@@ -241,8 +243,6 @@ class CozeJs:
 
     def run(self, *calls: tuple[str, ...] | tuple[object, ...]) -> list[dict]:
         """Every call in one node process (the SDK loads once); outcomes in order."""
-        import json
-
         program = [{"call": name, "args": list(args)} for name, *args in calls]
         result = subprocess.run(
             ["node", str(COZE_JS_DRIVER)],
@@ -262,3 +262,22 @@ class CozeJs:
 
     def call(self, name: str, *args: object) -> dict:
         return self.run((name, *args))[0]
+
+
+def read_sse_events(
+    url: str, headers: dict[str, str], params: dict[str, str], timeout: float = 60
+) -> list[tuple[int, str, Any]]:
+    """An SSE stream (``/v3/chat/events``) read to its end: (id, event, data) per event."""
+    out: list[tuple[int, str, Any]] = []
+    with httpx.stream("GET", url, headers=headers, params=params, timeout=timeout) as response:
+        assert response.status_code == 200, response.read()
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if not line:
+                if "event" in fields:
+                    out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+                fields = {}
+            elif not line.startswith(":"):
+                name, _, value = line.partition(": ")
+                fields[name] = value
+    return out

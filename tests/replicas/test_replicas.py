@@ -33,7 +33,7 @@ from coze_lab.config import CozeLab
 from coze_lab.services import Runtime
 from coze_lab.testing import ModelServer, TextReply
 from tests.conftest import PG_URL
-from tests.support import ServerProcess, pg_schema, run_cli
+from tests.support import ServerProcess, pg_schema, read_sse_events, run_cli
 
 pytestmark = pytest.mark.postgresql
 
@@ -150,25 +150,6 @@ def start_chat(coze: Coze, bot_id: str, events: int) -> tuple[Any, str, int]:
     return chat, streamed, seen
 
 
-def read_events(
-    url: str, headers: dict[str, str], params: dict[str, str]
-) -> list[tuple[int, str, Any]]:
-    """An SSE stream read to its end: (id, event, data)."""
-    out: list[tuple[int, str, Any]] = []
-    with httpx.stream("GET", url, headers=headers, params=params, timeout=60) as response:
-        assert response.status_code == 200, response.read()
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if not line:
-                if "event" in fields:
-                    out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
-                fields = {}
-            elif not line.startswith(":"):
-                name, _, value = line.partition(": ")
-                fields[name] = value
-    return out
-
-
 def test_a_chat_started_on_a_is_reattached_and_finished_through_b(replicas: Replicas) -> None:
     bot_id = replicas.bot()
     replicas.model_server.chunk_delay = 0.01  # a 4 s answer
@@ -176,7 +157,7 @@ def test_a_chat_started_on_a_is_reattached_and_finished_through_b(replicas: Repl
     chat, streamed, seen = start_chat(replicas.coze(replicas.a), bot_id, 40)
     assert streamed and len(streamed) < len(ANSWER)
 
-    rest = read_events(
+    rest = read_sse_events(
         f"{replicas.b.url}/v3/chat/events",
         replicas.headers(**{"Last-Event-ID": str(seen)}),
         {"conversation_id": chat.conversation_id, "chat_id": chat.id},
@@ -191,7 +172,7 @@ def test_a_chat_started_on_a_is_reattached_and_finished_through_b(replicas: Repl
     # B ran nothing: the chat ran on A (one model request), B only followed it
     assert len(replicas.model_server.requests) == 1
     # a reload after the end replays from any point, on either replica
-    again = read_events(
+    again = read_sse_events(
         f"{replicas.a.url}/v3/chat/events",
         replicas.headers(),
         {"conversation_id": chat.conversation_id, "chat_id": chat.id, "after": str(seen - 2)},
@@ -223,7 +204,7 @@ def test_a_cancel_sent_to_b_stops_a_chat_running_on_a(replicas: Replicas) -> Non
     assert stopped < STOP_BOUND_S, f"A stopped after {stopped:.2f} s: not woken by NOTIFY"
     assert replicas.model_server.completed == 0
     # what was said before the cancel is kept, and the stream through B ends
-    rest = read_events(
+    rest = read_sse_events(
         f"{replicas.b.url}/v3/chat/events",
         replicas.headers(),
         {"conversation_id": chat.conversation_id, "chat_id": chat.id},
@@ -283,7 +264,7 @@ def test_a_chat_flow_on_a_is_reattached_and_canceled_through_b(replicas: Replica
 
     chat, seen = leave_after(1)
     params = {"conversation_id": chat.conversation_id, "chat_id": chat.id}
-    rest = read_events(
+    rest = read_sse_events(
         f"{replicas.b.url}/v3/chat/events", replicas.headers(**{"Last-Event-ID": str(seen)}), params
     )
     assert [seq for seq, _, _ in rest] == list(range(seen + 1, seen + len(rest) + 1))
@@ -312,7 +293,7 @@ def test_a_chat_flow_on_a_is_reattached_and_canceled_through_b(replicas: Replica
         time.sleep(0.02)
     assert f"run {run_id} canceled" in replicas.a.log(), replicas.a.log()[-3000:]
     assert time.monotonic() - sent < STOP_BOUND_S
-    ended = read_events(
+    ended = read_sse_events(
         f"{replicas.b.url}/v3/chat/events",
         replicas.headers(),
         {"conversation_id": waiting.conversation_id, "chat_id": waiting.id},
@@ -360,7 +341,7 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
             == ChatStatus.IN_PROGRESS
         )
         # a client re-attached through B sees the failure when it comes
-        rest = read_events(
+        rest = read_sse_events(
             f"{pair.b.url}/v3/chat/events",
             pair.headers(**{"Last-Event-ID": str(seen)}),
             {"conversation_id": chat.conversation_id, "chat_id": chat.id},
@@ -392,7 +373,7 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         assert info["outputs"]["said"]
         assert "recovering run" in pair.b.log()
         # the chat-flow's chat failed with A; its run is finished by B too
-        flow_events = read_events(
+        flow_events = read_sse_events(
             f"{pair.b.url}/v3/chat/events",
             pair.headers(),
             {"conversation_id": flow_chat.conversation_id, "chat_id": flow_chat.id},

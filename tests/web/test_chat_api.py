@@ -38,7 +38,7 @@ from coze_lab.testing import (
     TextReply,
     ToolCallsReply,
 )
-from tests.support import ServerProcess
+from tests.support import ServerProcess, read_sse_events
 
 
 @dataclass
@@ -1139,21 +1139,7 @@ def chat_events(lab: Lab, chat: object, after: int) -> list[tuple[int, str, dict
     """GET /v3/chat/events read to its end (``Last-Event-ID: after``): (id, event, data)."""
     headers = {"Authorization": f"Bearer {lab.tokens['alice']}", "Last-Event-ID": str(after)}
     params = {"conversation_id": chat.conversation_id, "chat_id": chat.id}
-    out: list[tuple[int, str, dict]] = []
-    with httpx.stream(
-        "GET", lab.server.url + "/v3/chat/events", headers=headers, params=params, timeout=30
-    ) as response:
-        assert response.status_code == 200, response.read()
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if not line:
-                if "event" in fields:
-                    out.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
-                fields = {}
-            elif not line.startswith(":"):
-                name, _, value = line.partition(": ")
-                fields[name] = value
-    return out
+    return read_sse_events(lab.server.url + "/v3/chat/events", headers, params, timeout=30)
 
 
 def test_a_chat_flow_chat_is_retrieved_reattached_and_canceled(
