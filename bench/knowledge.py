@@ -44,7 +44,6 @@ from coze_lab.core.knowledge import (  # noqa: E402
     IngestWorker,
     KnowledgeService,
     NewDocument,
-    vec_sqlite,
 )
 from coze_lab.core.knowledge import search as retrieval  # noqa: E402
 from coze_lab.core.knowledge.embeddings import RegistryEmbedder, pack  # noqa: E402
@@ -159,17 +158,12 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
     (doc,) = kb.create_documents(user_id, dataset_id, [NewDocument("bulk.txt", "txt", b"x")])
     rng = random.Random(7)
     batch: list[dict] = []
-    indexed = runtime.db.has_sqlite_vec()
-    if PGVECTOR:  # the index of 256-dimension vectors, as the ingestion job makes it
-        retrieval.pg_index(runtime.db, PGVECTOR, 256)
+    retrieval.prepare_vector_index(runtime.db, [256 * 4])  # as the ingestion job does
 
     def flush(conn: object) -> None:
         conn.execute(insert(DatasetChunk), batch)  # type: ignore[attr-defined]
-        if indexed:  # as the ingestion job does, in the same transaction
-            rows = ((r["id"], dataset_id, r["embedding"]) for r in batch)
-            vec_sqlite.store(conn, rows)  # type: ignore[arg-type]
-        if PGVECTOR:  # and into the pgvector column, as the ingestion job does
-            retrieval.pg_store(conn, PGVECTOR, [(r["id"], r["embedding"]) for r in batch])
+        rows = [(r["id"], dataset_id, r["embedding"]) for r in batch]
+        retrieval.index_vectors(runtime.db, conn, rows)  # in the same transaction
 
     with runtime.db.write() as conn:
         for i in range(count):
@@ -190,9 +184,6 @@ def bulk_chunks(runtime: Runtime, user_id: int, dataset_id: int, space_id: int, 
                 batch = []
         if batch:
             flush(conn)
-
-
-PGVECTOR: str | None = None
 
 
 def recall_at_5(runtime: Runtime, dataset_id: int, space_id: int, companies: list) -> dict:
@@ -249,8 +240,6 @@ def main() -> None:
             url = f"postgresql+psycopg://postgres@/postgres?host={Path(tmp) / 'pg'}"
         runtime = Runtime(CozeLab(data_dir=tmp, database_url=url))
         runtime.start()
-        global PGVECTOR
-        PGVECTOR = retrieval.pgvector(runtime.db)
         user = runtime.identity.ensure_user("bench")
         registry = ModelRegistry([server.spec("demo")])
         print(f"database: {runtime.db.dialect}; {retrieval.vector_backend(runtime.db)}")

@@ -23,7 +23,7 @@ from coze_lab.core.knowledge import vec_sqlite
 from coze_lab.core.knowledge.chunking import ChunkStrategy, chunk_text
 from coze_lab.core.knowledge.embeddings import Embedder, pack
 from coze_lab.core.knowledge.parsers import ParseError, parse
-from coze_lab.core.knowledge.search import pg_index, pg_store, pgvector
+from coze_lab.core.knowledge.search import index_vectors, prepare_vector_index
 from coze_lab.store import Database
 from coze_lab.store.models import DatasetChunk, DatasetDocument, KnowledgeJob
 
@@ -182,10 +182,8 @@ class IngestWorker:
         vectors: list[bytes | None],
         chars: int,
     ) -> None:
-        schema = pgvector(self._db)  # set up (DDL) before this transaction locks the table
-        if schema is not None:
-            for dims in {len(v) // 4 for v in vectors if v is not None}:
-                pg_index(self._db, schema, dims)
+        # set up (DDL) before this transaction locks the table
+        prepare_vector_index(self._db, (len(v) for v in vectors if v is not None))
         with self._db.transaction() as session:
             mine = session.scalars(
                 select(KnowledgeJob.document_id)
@@ -211,17 +209,10 @@ class IngestWorker:
                 for i, text in enumerate(chunks)
             ]
             session.add_all(rows)
-            if indexed:
-                vec_sqlite.store(
-                    session.connection(), ((r.id, dataset_id, r.embedding) for r in rows)
-                )
-            if schema is not None:  # the pgvector column too, in the same transaction
-                session.flush()
-                pg_store(
-                    session.connection(),
-                    schema,
-                    [(r.id, r.embedding) for r in rows if r.embedding is not None],
-                )
+            session.flush()
+            index_vectors(
+                self._db, session.connection(), [(r.id, dataset_id, r.embedding) for r in rows]
+            )
             session.execute(
                 update(DatasetDocument)
                 .where(DatasetDocument.id == document_id)

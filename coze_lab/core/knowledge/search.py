@@ -17,7 +17,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -289,6 +289,27 @@ def pg_literal(vector: bytes) -> str:
     """
     values = struct.unpack(f"<{len(vector) // 4}f", vector)
     return "[" + ",".join(repr(v) for v in values) + "]"
+
+
+def prepare_vector_index(db: Database, sizes: Iterable[int]) -> None:
+    """Set up the database's vector index for vectors of these byte ``sizes`` before the
+    transaction that writes them (pgvector's DDL; sqlite-vec makes its tables as it writes)."""
+    schema = pgvector(db)
+    if schema is not None:
+        for dims in {size // 4 for size in sizes}:
+            pg_index(db, schema, dims)
+
+
+def index_vectors(db: Database, conn: Any, rows: Sequence[tuple[int, int, bytes | None]]) -> None:
+    """Write just-inserted chunks' ``(chunk id, dataset id, vector)`` into the database's
+    vector index (sqlite-vec or pgvector, where there is one), in ``conn``'s transaction."""
+    if db.has_sqlite_vec():
+        from coze_lab.core.knowledge import vec_sqlite
+
+        vec_sqlite.store(conn, rows)
+    schema = pgvector(db)
+    if schema is not None:
+        pg_store(conn, schema, [(i, v) for i, _, v in rows if v is not None])
 
 
 def pg_store(conn: Any, schema: str, vectors: Sequence[tuple[int, bytes]]) -> None:
