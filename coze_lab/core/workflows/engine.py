@@ -65,6 +65,8 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 SPEC_CACHE = 1024
 #: threads committing run steps on a server database (the connection pool holds 5 + 10)
 WRITE_THREADS = 8
+#: a run whose nodes never wait gives the event loop a turn at least this often (seconds)
+YIELD_EVERY_S = 0.005
 
 T = TypeVar("T")
 TERMINAL_EVENTS = ev.TERMINAL  # kept for callers of the old name
@@ -224,9 +226,11 @@ class _Context:
         """The conversation's earlier messages (``[{role, content}]``, oldest first) when
         the run was started by a chat in a conversation (a chat-flow), else none."""
         run = self._run
-        inputs = run.inputs if run.root == run.id else self._engine.store.get(
-            run.root, nodes=False
-        ).inputs
+        inputs = (
+            run.inputs
+            if run.root == run.id
+            else self._engine.store.get(run.root, nodes=False).inputs
+        )
         history = (inputs or {}).get(CONVERSATION_HISTORY)
         return list(history) if isinstance(history, list) else []
 
@@ -877,15 +881,22 @@ class Engine:
             # nodes the first step unlocks start after one commit of their started events
             launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
             await self._commit(run.id, writes, events)
-            self._start_tasks(run, launch, values, records, running)
-            while running:
-                done = await _first_done(running)
+            inline = self._start_tasks(run, launch, values, records, running)
+            yielded = time.monotonic()
+            while running or inline is not None:
+                if inline is not None:
+                    # the only node that can run: awaited here, no task (a chain's steps)
+                    done = [
+                        (inline, await self._run_node(run, inline, values, records.get(inline.id)))
+                    ]
+                    inline = None
+                else:
+                    # NodeFailed propagates from result(): the run fails
+                    done = [(running.pop(t), t.result()) for t in await _first_done(running)]
                 writes, events, interrupts = [], [], []
                 finished: list[NodeSpec] = []
-                for task in done:
-                    node = running.pop(task)
+                for node, outcome in done:
                     finished.append(node)
-                    outcome = task.result()  # NodeFailed propagates: the run fails
                     write, node_events, pending = self._finished(
                         run, node, outcome, records.get(node.id)
                     )
@@ -907,7 +918,12 @@ class Engine:
                 control = _control(finished, records)
                 if control is not None:  # the body's iteration ends here; the rest is dropped
                     return "succeeded", {CONTROL_KEY: control}, None
-                self._start_tasks(run, launch, values, records, running)
+                inline = self._start_tasks(run, launch, values, records, running)
+                if inline is not None and time.monotonic() - yielded >= YIELD_EVERY_S:
+                    # nodes that never wait (text, code on a warm path...) would otherwise
+                    # keep the loop to themselves for a whole run
+                    await asyncio.sleep(0)
+                    yielded = time.monotonic()
         finally:
             for task in running:
                 task.cancel()
@@ -971,11 +987,16 @@ class Engine:
         values: dict[str, dict[str, Any]],
         records: dict[str, NodeRecord],
         running: dict[asyncio.Task[_Outcome], NodeSpec],
-    ) -> None:
+    ) -> NodeSpec | None:
+        """Start the launched nodes as tasks, or return the one to await in place when it
+        is the only node that can run."""
+        if len(launch) == 1 and not running:
+            return launch[0]
         loop = asyncio.get_running_loop()
         for node in launch:
             task = loop.create_task(self._run_node(run, node, values, records.get(node.id)))
             running[task] = node
+        return None
 
     async def _commit(
         self,

@@ -193,7 +193,7 @@ class RunStore:
         """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
         process the engine wakes its own followers)."""
         if self.signals is not None:
-            self.signals.notify(conn, topic)
+            self.signals.notify(getattr(conn, "connection", None) or conn, topic)
 
     # ---- runs ---------------------------------------------------------------------------
     def create(
@@ -217,7 +217,7 @@ class RunStore:
         it retries (``retry_of``) and starts with ``seed``, the node records it reuses."""
         now = self.clock()
         run_id = new_id()
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             _RUNS.run(
                 conn,
                 [
@@ -314,7 +314,7 @@ class RunStore:
     def claim(self, run_id: int, worker: str, lease_s: float) -> bool:
         """Take the run's lease unless a live worker holds it; only running runs are taken."""
         now = self.clock()
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             result = _CLAIM.run(
                 conn,
                 {
@@ -392,13 +392,10 @@ class RunStore:
         Returns the time written, or None when the run was not this worker's to finish.
         """
         now = self.clock()
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             if (
                 status == "interrupted"
-                and conn.execute(
-                    select(NodeRun.id).where(NodeRun.run_id == run_id, NodeRun.status == "pending")
-                ).first()
-                is not None
+                and _PENDING_NODE.run(conn, {"run": run_id}).fetchone() is not None
             ):
                 return None  # an answer arrived meanwhile: the worker drives on
             result = _FINISH.run(
@@ -486,16 +483,10 @@ class RunStore:
         False when its events woke no other replica (see ``STEP_WAKE_EVERY_S``)."""
         now = self.clock()
         wake = bool(events) and self._step_wake_due(run_id)
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             _NODES.run(conn, [_node_row(run_id, n) for n in nodes if not n.exists])
             for node in (n for n in nodes if n.exists):
-                row = _node_row(run_id, node)
-                del row["id"], row["run_id"], row["node_key"]
-                conn.execute(
-                    update(NodeRun)
-                    .where(NodeRun.run_id == run_id, NodeRun.node_key == node.node_key)
-                    .values(**row)
-                )
+                _NODE_UPDATE.run(conn, _node_row(run_id, node))
             _INTERRUPTS.run(
                 conn,
                 [
@@ -785,6 +776,23 @@ _FINISH = Prepared(
         lease_until=None,
         updated_at=bindparam("now"),
         finished_at=bindparam("finished"),
+    )
+)
+_PENDING_NODE = Prepared(
+    select(NodeRun.id)
+    .where(NodeRun.run_id == bindparam("run"), NodeRun.status == "pending")
+    .limit(1)
+)
+#: a node's record written again (a node that runs again after a question was answered)
+_NODE_UPDATE = Prepared(
+    update(NodeRun)
+    .where(NodeRun.run_id == bindparam("run_id"), NodeRun.node_key == bindparam("node_key"))
+    .values(
+        {
+            column.name: bindparam(column.name)
+            for column in NodeRun.__table__.columns
+            if column.name not in ("id", "run_id", "node_key")
+        }
     )
 )
 _NODES = BulkInsert(NodeRun.__table__)
