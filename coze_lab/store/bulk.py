@@ -12,12 +12,14 @@ They run on a SQLAlchemy ``Connection`` in a transaction or on the ``DriverConne
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sqlalchemy import Connection, Executable, Table, insert
 from sqlalchemy.engine import Dialect
 
 from coze_lab.store.db import DriverConnection
+from coze_lab.store.types import UTCDateTime
 
 _MISSING = object()
 
@@ -33,22 +35,70 @@ class _Compiled:
         names = list(compiled.positiontup or []) if compiled.positional else list(compiled.binds)
         self.sql = str(compiled)
         self.positional = bool(compiled.positional)
-        self.fields: list[tuple[str, Callable[[Any], Any] | None, Any]] = []
+        #: name, bind processor, what it makes of None (``_MISSING``: ask it), fixed value
+        self.fields: list[tuple[str, Callable[[Any], Any] | None, Any, Any]] = []
         for name in names:
             bind = compiled.binds[name]
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            self.fields.append((name, processor, bind.value))
+            processor = _fast(bind.type, dialect) or bind.type.dialect_impl(dialect).bind_processor(
+                dialect
+            )
+            none = None
+            if processor is not None:
+                try:
+                    none = processor(None)  # JSON's is 'null' text, most others None
+                except Exception:  # a type that refuses None is asked every time
+                    none = _MISSING
+            self.fields.append((name, processor, none, bind.value))
 
     def args(self, row: Mapping[str, Any]) -> Any:
         values = []
-        for name, processor, literal in self.fields:
+        for name, processor, none, literal in self.fields:
             value = row.get(name, _MISSING)
             if value is _MISSING:  # a value the statement fixes
                 value = literal
-            values.append(value if processor is None else processor(value))
+            if processor is None:
+                values.append(value)
+            elif value is None and none is not _MISSING:
+                values.append(none)
+            else:
+                values.append(processor(value))
         if self.positional:
             return tuple(values)
         return dict(zip([f[0] for f in self.fields], values, strict=True))
+
+
+def _sqlite_utc(value: datetime | None) -> str | None:
+    """``UTCDateTime`` on SQLite in one step: naive UTC text, SQLAlchemy's format."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("UTCDateTime needs a timezone-aware datetime")
+    if value.tzinfo is not timezone.utc:
+        value = value.astimezone(timezone.utc)
+    return "%04d-%02d-%02d %02d:%02d:%02d.%06d" % (  # noqa: UP031 (the fastest here)
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+    )
+
+
+def _fast(type_: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    """A quicker bind processor doing exactly what the type's own does, where there is one
+    (checked on sample values when the statement is compiled)."""
+    if dialect.name != "sqlite" or not isinstance(type_, UTCDateTime):
+        return None
+    own = type_.dialect_impl(dialect).bind_processor(dialect)
+    samples = (
+        datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc),
+        datetime(987, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+    )
+    if own is None or any(own(v) != _sqlite_utc(v) for v in (*samples, None)):
+        return None
+    return _sqlite_utc
 
 
 def _driver(connection: Connection | DriverConnection) -> DriverConnection:
