@@ -107,6 +107,19 @@ def _driver(connection: Connection | DriverConnection) -> DriverConnection:
     return DriverConnection(connection.connection.driver_connection, connection.dialect, connection)
 
 
+class Result:
+    """What a prepared statement did: ``rowcount``, and the raw rows of a read."""
+
+    __slots__ = ("rowcount", "rows")
+
+    def __init__(self, rowcount: int, rows: list[Any]) -> None:
+        self.rowcount = rowcount
+        self.rows = rows
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+
 class Prepared:
     """``Prepared(update(T).where(T.id == bindparam("run"))...).run(conn, {"run": 1, ...})``.
 
@@ -128,11 +141,16 @@ class Prepared:
             compiled = self._compiled[key] = _Compiled(self.statement, dialect)
         return compiled
 
-    def run(self, connection: Connection | DriverConnection, params: Mapping[str, Any]) -> Any:
-        """Execute once; the result has the DBAPI ``rowcount``."""
+    def run(self, connection: Connection | DriverConnection, params: Mapping[str, Any]) -> Result:
+        """Execute once: the rows changed (``rowcount``) and any rows read (``fetchone``)."""
         driver = _driver(connection)
         compiled = self._for(driver.dialect)
-        return driver.execute(compiled.sql, compiled.args(params))
+        cursor = driver.execute(compiled.sql, compiled.args(params))
+        try:
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return Result(cursor.rowcount, rows)
+        finally:
+            cursor.close()
 
     def run_many(
         self, connection: Connection | DriverConnection, rows: Iterable[Mapping[str, Any]]

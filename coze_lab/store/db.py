@@ -232,7 +232,10 @@ class _SqliteWriter:
             connection = self._begin(dialect)
             try:
                 yield DriverConnection(connection, dialect)
-                connection.execute("COMMIT")
+                try:
+                    connection.execute("COMMIT")
+                except dialect.loaded_dbapi.Error as error:
+                    raise _wrapped("COMMIT", (), error, dialect) from error
             except BaseException:
                 try:
                     if connection.in_transaction:

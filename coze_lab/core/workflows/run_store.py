@@ -20,6 +20,7 @@ from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFo
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
+from coze_lab.store.db import DriverConnection
 from coze_lab.store.models import (
     Interrupt,
     NodeRun,
@@ -193,7 +194,9 @@ class RunStore:
         """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
         process the engine wakes its own followers)."""
         if self.signals is not None:
-            self.signals.notify(getattr(conn, "connection", None) or conn, topic)
+            if isinstance(conn, DriverConnection):  # a hot write: its SQLAlchemy side
+                conn = conn.connection
+            self.signals.notify(conn, topic)
 
     # ---- runs ---------------------------------------------------------------------------
     def create(
