@@ -16,6 +16,7 @@ import orjson
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 log = logging.getLogger(__name__)
 
@@ -195,11 +196,9 @@ class _SqliteWriter:
         self._connection: Any = None
 
     def _open(self) -> Any:
-        proxy = self._engine.raw_connection()  # the pool's "connect" events ran: pragmas
-        driver = proxy.driver_connection
-        proxy.detach()  # ours from now on: the pool opens another for its own users
+        proxy = self._engine.raw_connection()  # a new connection, "connect" events ran
         self._proxy = proxy
-        return driver
+        return proxy.driver_connection
 
     def _discard(self) -> None:
         connection, self._connection = self._connection, None
@@ -247,6 +246,7 @@ class _SqliteWriter:
     def close(self) -> None:
         with self._lock:
             self._discard()
+        self._engine.dispose()
 
 
 class Database:
@@ -292,7 +292,15 @@ class Database:
             or self.url.database == ":memory:"
             or ("mode=memory" in str(self.url))
         )
-        self._hot = _SqliteWriter(self.engine) if self.dialect == "sqlite" and not memory else None
+        self._hot: _SqliteWriter | None = None
+        if self.dialect == "sqlite" and not memory:
+            # its own engine, so that the connection is a new one: a pooled connection
+            # comes with a statement cache filled by whatever it ran before (migrations),
+            # where pysqlite's cache then evicts the newest entry on every miss and the
+            # step's few statements were compiled again on every execution
+            hot = create_engine(self.url, poolclass=NullPool, **kwargs)
+            _tune_sqlite(hot, self, load)
+            self._hot = _SqliteWriter(hot)
 
     @property
     def dialect(self) -> str:

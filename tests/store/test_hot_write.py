@@ -98,3 +98,26 @@ def test_an_in_memory_database_writes_on_its_own_connection() -> None:
         connection.execute("insert into t (id, who) values (1, 'memory')")
     assert _who(db) == ["memory"]
     db.dispose()
+
+
+def test_the_sqlite_writer_compiles_a_repeated_statement_once(tmp_path: Path) -> None:
+    db = Database(sqlite_url(tmp_path / "x.db"))
+    db.upgrade()  # many statements on a pooled connection: the writer must not inherit its cache
+    _table(db)
+    with db.hot_write():
+        pass
+    assert db._hot is not None
+    compiled: list[str] = []
+
+    def authorizer(action: int, table: str | None, *_: object) -> int:
+        if table == "t":  # SQLite asks while it compiles a statement, never when it reruns one
+            compiled.append(table)
+        return 0
+
+    db._hot._connection.set_authorizer(authorizer)
+    for n in range(1, 6):
+        with db.hot_write() as connection:
+            connection.execute("insert into t (id, who) values (?, 'x')", (n,))
+            connection.execute("insert into t (id, who) values (?, 'y')", (n + 100,))
+    assert len(compiled) == 2
+    db.dispose()
