@@ -364,7 +364,14 @@ class Database:
         """Bring the schema to the newest migration; return the revision."""
         from coze_lab.store.migrate import upgrade
 
-        return upgrade(self.engine)
+        revision = upgrade(self.engine)
+        if self._hot is not None:
+            # SQLite: new connections from here on. pysqlite's statement cache (LFU, 100
+            # entries) of the connection that ran the migrations is full of their
+            # statements, and on every miss it evicts its newest entry: the app's own
+            # statements would be compiled again on every execution there.
+            self.engine.dispose()
+        return revision
 
     def revision(self) -> str | None:
         from coze_lab.store.migrate import current_revision

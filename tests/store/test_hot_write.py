@@ -121,3 +121,25 @@ def test_the_sqlite_writer_compiles_a_repeated_statement_once(tmp_path: Path) ->
             connection.execute("insert into t (id, who) values (?, 'y')", (n + 100,))
     assert len(compiled) == 2
     db.dispose()
+
+
+def test_pooled_sqlite_connections_after_the_migrations_compile_a_statement_once(
+    tmp_path: Path,
+) -> None:
+    db = Database(sqlite_url(tmp_path / "x.db"))
+    db.upgrade()
+    _table(db)
+    compiled: list[str] = []
+    raw = db.engine.raw_connection()
+    try:
+        raw.driver_connection.set_authorizer(
+            lambda action, table, *_: (compiled.append(table) if table == "t" else None) or 0
+        )
+        for n in range(1, 6):
+            raw.driver_connection.execute("insert into t (id, who) values (?, 'x')", (n,))
+            raw.driver_connection.execute("insert into t (id, who) values (?, 'y')", (n + 100,))
+        raw.driver_connection.commit()
+    finally:
+        raw.close()
+    assert len(compiled) == 2
+    db.dispose()
