@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
 import time
 
@@ -10,6 +10,32 @@ _EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 _BASE = 7 * 10**18
 _lock = threading.Lock()
 _last = 0
+#: random bytes from the OS, drawn 4 KiB at a time (one system call per ~1300 ids, not
+#: one per id: a workflow step makes three ids)
+_random = b""
+_used = 0
+
+
+def _forget_random() -> None:
+    """A forked child draws its own bytes (else it would repeat its parent's ids)."""
+    global _random, _used
+    _random, _used = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_random)
+
+
+def _six_digits() -> int:
+    """A uniform random number below 1,000,000 from the OS's random bytes (what
+    ``secrets.randbelow`` gives, by rejection on 20 bits). Called under ``_lock``."""
+    global _random, _used
+    while True:
+        if _used + 3 > len(_random):
+            _random, _used = os.urandom(4096), 0
+        value = int.from_bytes(_random[_used : _used + 3], "big") & 0xFFFFF
+        _used += 3
+        if value < 1_000_000:
+            return value
 
 
 def new_id() -> int:
@@ -26,7 +52,7 @@ def new_id() -> int:
     global _last
     with _lock:
         elapsed_ms = int(time.time() * 1000) - _EPOCH_MS
-        candidate = _BASE + elapsed_ms * 1_000_000 + secrets.randbelow(1_000_000)
+        candidate = _BASE + elapsed_ms * 1_000_000 + _six_digits()
         _last = max(candidate, _last + 1)
         return _last
 

@@ -4,18 +4,112 @@ Values go through the columns' and parameters' own bind processors (JSON, UTC da
 so what is written is exactly what the ORM and Core reads expect; only SQLAlchemy's
 per-call statement building, compilation and cache-key work is skipped. Writes only:
 results of a prepared statement carry no type processing.
+
+They run on a SQLAlchemy ``Connection`` in a transaction or on the ``DriverConnection`` of
+``Database.hot_write`` (a long-lived SQLite connection, no pool checkout).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import Connection, CursorResult, Executable, Table, insert
+from sqlalchemy import Connection, Executable, Table, insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 
-Compiled = tuple[str, list[str] | None, dict[str, Callable[[Any], Any] | None], dict[str, Any]]
+from coze_lab.store.db import DriverConnection
+from coze_lab.store.types import UTCDateTime
+
+_MISSING = object()
+
+
+class _Compiled:
+    """A statement's SQL for one dialect and how to bind a row: for each parameter in
+    order, its name, its bind processor and its value when the statement fixes it."""
+
+    __slots__ = ("fields", "positional", "sql")
+
+    def __init__(self, statement: Executable, dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)
+        names = list(compiled.positiontup or []) if compiled.positional else list(compiled.binds)
+        self.sql = str(compiled)
+        self.positional = bool(compiled.positional)
+        #: name, bind processor, what it makes of None (``_MISSING``: ask it), fixed value
+        self.fields: list[tuple[str, Callable[[Any], Any] | None, Any, Any]] = []
+        for name in names:
+            bind = compiled.binds[name]
+            processor = _fast(bind.type, dialect) or bind.type.dialect_impl(dialect).bind_processor(
+                dialect
+            )
+            none = None
+            if processor is not None:
+                try:
+                    none = processor(None)  # JSON's is 'null' text, most others None
+                except Exception:  # a type that refuses None is asked every time
+                    none = _MISSING
+            self.fields.append((name, processor, none, bind.value))
+
+    def args(self, row: Mapping[str, Any]) -> Any:
+        values = []
+        for name, processor, none, literal in self.fields:
+            value = row.get(name, _MISSING)
+            if value is _MISSING:  # a value the statement fixes
+                value = literal
+            if processor is None:
+                values.append(value)
+            elif value is None and none is not _MISSING:
+                values.append(none)
+            else:
+                values.append(processor(value))
+        if self.positional:
+            return tuple(values)
+        return dict(zip([f[0] for f in self.fields], values, strict=True))
+
+
+def _sqlite_utc(value: datetime | None) -> str | None:
+    """``UTCDateTime`` on SQLite in one step: naive UTC text, SQLAlchemy's format."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("UTCDateTime needs a timezone-aware datetime")
+    if value.tzinfo is not timezone.utc:
+        value = value.astimezone(timezone.utc)
+    return value.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _fast(type_: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    """A quicker bind processor doing exactly what the type's own does, where there is one
+    (checked on sample values when the statement is compiled)."""
+    if dialect.name != "sqlite" or not isinstance(type_, UTCDateTime):
+        return None
+    own = type_.dialect_impl(dialect).bind_processor(dialect)
+    samples = (
+        datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc),
+        datetime(987, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+    )
+    if own is None or any(own(v) != _sqlite_utc(v) for v in (*samples, None)):
+        return None
+    return _sqlite_utc
+
+
+def _driver(connection: Connection | DriverConnection) -> DriverConnection:
+    if isinstance(connection, DriverConnection):
+        return connection
+    return DriverConnection(connection.connection.driver_connection, connection.dialect, connection)
+
+
+class Result:
+    """What a prepared statement did: ``rowcount``, and the raw rows of a read."""
+
+    __slots__ = ("rowcount", "rows")
+
+    def __init__(self, rowcount: int, rows: list[Any]) -> None:
+        self.rowcount = rowcount
+        self.rows = rows
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
 
 
 class Prepared:
@@ -30,51 +124,40 @@ class Prepared:
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
-        self._compiled: dict[str, Compiled] = {}
+        self._compiled: dict[str, _Compiled] = {}
 
-    def _for(self, dialect: Dialect) -> Compiled:
+    def _for(self, dialect: Dialect) -> _Compiled:
         key = f"{dialect.name}:{dialect.paramstyle}"
-        if key not in self._compiled:
-            compiled = self.statement.compile(dialect=dialect)
-            order = list(compiled.positiontup or []) if compiled.positional else None
-            processors = {
-                name: bind.type.dialect_impl(dialect).bind_processor(dialect)
-                for name, bind in compiled.binds.items()
-            }
-            literals = {name: bind.value for name, bind in compiled.binds.items()}
-            self._compiled[key] = (str(compiled), order, processors, literals)
-        return self._compiled[key]
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = _Compiled(self.statement, dialect)
+        return compiled
 
-    def _args(self, compiled: Compiled, row: Mapping[str, Any]) -> Any:
-        _, order, processors, literals = compiled
-        values = {}
-        for name, processor in processors.items():
-            value = row[name] if name in row else literals[name]  # literals in the statement
-            values[name] = processor(value) if processor is not None else value
-        return tuple(values[k] for k in order) if order is not None else values
-
-    def run(self, connection: Connection, params: Mapping[str, Any]) -> CursorResult[Any]:
-        compiled = self._for(connection.dialect)
-        return connection.exec_driver_sql(compiled[0], self._args(compiled, params))
-
-    def run_many(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Straight to the DBAPI cursor, inside the connection's transaction (nothing is
-        read back, so SQLAlchemy's execution context would only cost time)."""
-        compiled = self._for(connection.dialect)
-        params = [self._args(compiled, row) for row in rows]
-        if not params:
-            return
-        dbapi = connection.dialect.loaded_dbapi
-        cursor = connection.connection.cursor()
+    def run(self, connection: Connection | DriverConnection, params: Mapping[str, Any]) -> Result:
+        """Execute once: the rows changed (``rowcount``) and any rows read (``fetchone``)."""
+        driver = _driver(connection)
+        compiled = self._for(driver.dialect)
+        cursor = driver.execute(compiled.sql, compiled.args(params))
         try:
-            if len(params) == 1:
-                cursor.execute(compiled[0], params[0])
-            else:
-                cursor.executemany(compiled[0], params)
-        except dbapi.Error as exc:  # the same exception classes as any other statement
-            raise DBAPIError.instance(compiled[0], params, exc, dbapi.Error) from exc
+            rows = cursor.fetchall() if cursor.description is not None else []
+            return Result(cursor.rowcount, rows)
         finally:
             cursor.close()
+
+    def run_many(
+        self, connection: Connection | DriverConnection, rows: Iterable[Mapping[str, Any]]
+    ) -> None:
+        """Straight to the DBAPI cursor, inside the connection's transaction (nothing is
+        read back, so SQLAlchemy's execution context would only cost time)."""
+        driver = _driver(connection)
+        compiled = self._for(driver.dialect)
+        params = [compiled.args(row) for row in rows]
+        if not params:
+            return
+        if len(params) == 1:
+            driver.execute(compiled.sql, params[0]).close()
+        else:
+            driver.executemany(compiled.sql, params)
 
 
 class BulkInsert(Prepared):
@@ -84,5 +167,7 @@ class BulkInsert(Prepared):
         super().__init__(insert(table))
         self.table = table
 
-    def run(self, connection: Connection, rows: Iterable[Mapping[str, Any]]) -> None:  # type: ignore[override]
+    def run(  # type: ignore[override]
+        self, connection: Connection | DriverConnection, rows: Iterable[Mapping[str, Any]]
+    ) -> None:
         self.run_many(connection, rows)

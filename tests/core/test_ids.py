@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from coze_lab.core.errors import InvalidParameter
@@ -43,3 +46,20 @@ def test_the_ids_the_server_takes_are_the_ids_the_document_allows() -> None:
         except InvalidParameter:
             taken = False
         assert taken == bool(pattern.fullmatch(raw)), raw
+
+
+def test_random_digits_are_below_a_million_and_a_forked_child_draws_its_own() -> None:
+    from coze_lab.core import ids
+
+    assert all(0 <= ids._six_digits() < 1_000_000 for _ in range(5000))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the bytes its parent buffered must not be reused
+        os.write(write, json.dumps([ids._six_digits() for _ in range(5)]).encode())
+        os._exit(0)
+    os.close(write)
+    parent = [ids._six_digits() for _ in range(5)]
+    with os.fdopen(read) as stream:
+        child = json.loads(stream.read())
+    os.waitpid(pid, 0)
+    assert len(child) == 5 and child != parent

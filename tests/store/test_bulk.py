@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -52,4 +53,42 @@ def test_nothing_to_insert_is_a_no_op(db_url: str) -> None:
         BulkInsert(RunEvent.__table__).run(connection, [])
     with db.transaction() as session:
         assert session.scalars(select(RunEvent)).all() == []
+    db.dispose()
+
+
+def test_datetimes_are_stored_as_the_orm_stores_them(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    db.upgrade()
+    moments = [
+        datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc),
+        datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc),  # no microseconds
+        datetime(987, 1, 2, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+    ]
+    with db.transaction() as session:
+        session.add_all(User(id=n, name=f"u{n}", created_at=m) for n, m in enumerate(moments, 1))
+        session.flush()
+        session.add(
+            WorkflowRun(
+                id=9,
+                owner_id=1,
+                definition={},
+                status="running",
+                inputs={},
+                created_at=moments[0],
+                updated_at=moments[0],
+            )
+        )
+    rows = [
+        {"id": n, "run_id": 9, "seq": n, "event": "e", "data": {}, "created_at": moment}
+        for n, moment in enumerate(moments, 1)
+    ]
+    with db.hot_write() as connection:
+        BulkInsert(RunEvent.__table__).run(connection, rows)
+    with db.read() as connection:
+        orm = connection.exec_driver_sql("select created_at from users order by id").scalars()
+        plain = connection.exec_driver_sql("select created_at from run_events order by id")
+        assert list(plain.scalars()) == list(orm)
+    with db.transaction() as session:
+        stored = session.scalars(select(RunEvent.created_at).order_by(RunEvent.id)).all()
+    assert stored == moments
     db.dispose()

@@ -65,8 +65,12 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 SPEC_CACHE = 1024
 #: threads committing run steps on a server database (the connection pool holds 5 + 10)
 WRITE_THREADS = 8
+#: a run whose nodes never wait gives the event loop a turn at least this often (seconds)
+YIELD_EVERY_S = 0.005
 
 T = TypeVar("T")
+#: an event with its number in the run: (seq, event, data)
+_Numbered = tuple[int, str, dict[str, Any]]
 TERMINAL_EVENTS = ev.TERMINAL  # kept for callers of the old name
 
 
@@ -224,9 +228,11 @@ class _Context:
         """The conversation's earlier messages (``[{role, content}]``, oldest first) when
         the run was started by a chat in a conversation (a chat-flow), else none."""
         run = self._run
-        inputs = run.inputs if run.root == run.id else self._engine.store.get(
-            run.root, nodes=False
-        ).inputs
+        inputs = (
+            run.inputs
+            if run.root == run.id
+            else self._engine.store.get(run.root, nodes=False).inputs
+        )
         history = (inputs or {}).get(CONVERSATION_HISTORY)
         return list(history) if isinstance(history, list) else []
 
@@ -431,6 +437,9 @@ class Engine:
         #: root run id → the sandbox owner of its code nodes (``sandbox_owner``)
         self._owners: dict[int, str] = {}
         self._commit_locks: dict[int, asyncio.Lock] = {}
+        #: run id → its last step (node records, numbered events), left by ``_drive`` for
+        #: the transaction that records the run's end
+        self._last_step: dict[int, tuple[list[NodeWrite], list[_Numbered]]] = {}
 
     def sandbox_owner(self, run: RunInfo) -> str:
         """Whose warm sandbox interpreter a run's code nodes use: the user who runs it, and
@@ -509,6 +518,15 @@ class Engine:
         if history is not None and CONVERSATION_HISTORY not in values:
             values[CONVERSATION_HISTORY] = history
         definition = spec.to_dict()
+        # the run's first step (the nodes that can start, their started events) is
+        # written with the run: one transaction instead of two
+        records = {w.node_key: w.record() for w in seed}
+        first: list[NodeSpec] | None = None
+        writes: list[NodeWrite] = []
+        numbered: list[_Numbered] = []
+        if _control(spec.nodes, records) is None:
+            first, writes, events = self._unlocked(list(spec.nodes), records, _Graph(spec), {})
+            numbered = [(len(notes) + n, name, data) for n, (name, data) in enumerate(events, 1)]
         run_id = await self._write(
             self.store.create,
             owner_id,
@@ -522,6 +540,7 @@ class Engine:
             retry_of=retry_of,
             seed=seed,
             bot_context=bot_context,
+            first_step=(writes, numbered),
         )
         self._keep_spec(run_id, spec)
         if callable(workspace):
@@ -550,9 +569,10 @@ class Engine:
                 root_run_id=run_id,
                 retry_of=retry_of,
                 bot_context=bot_context,
-                nodes={w.node_key: w.record() for w in seed},
+                nodes=records,
             ),
-            last_seq=len(notes),
+            last_seq=len(notes) + len(numbered),
+            first=first,
         )
         return run_id
 
@@ -768,18 +788,29 @@ class Engine:
 
     # ---- execution ----------------------------------------------------------------------
     def _launch(
-        self, run_id: int, run: RunInfo | None = None, *, last_seq: int | None = None
+        self,
+        run_id: int,
+        run: RunInfo | None = None,
+        *,
+        last_seq: int | None = None,
+        first: list[NodeSpec] | None = None,
     ) -> None:
         """Execute the run in the background; ``last_seq``: the newest event a fresh run
-        was created with (so its numbering starts without a read)."""
-        task = asyncio.get_running_loop().create_task(self._execute(run_id, run, last_seq))
+        was created with (so its numbering starts without a read); ``first``: the nodes
+        its first step launches (their started events were written with the run)."""
+        task = asyncio.get_running_loop().create_task(self._execute(run_id, run, last_seq, first))
         self._tasks[run_id] = task
         task.add_done_callback(lambda _: self._tasks.pop(run_id, None))
 
     async def _execute(
-        self, run_id: int, run: RunInfo | None = None, last_seq: int | None = None
+        self,
+        run_id: int,
+        run: RunInfo | None = None,
+        last_seq: int | None = None,
+        first: list[NodeSpec] | None = None,
     ) -> RunInfo | None:
-        """Drive the run until it stops; return its final state (None: not ours to finish)."""
+        """Drive the run until it stops; return its final state (None: not ours to finish).
+        ``first``: the nodes a fresh run's first step launches, committed with the run."""
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(run_id))
         if last_seq is None:
             self._seq.pop(run_id, None)  # foreign events may have been added since last time
@@ -789,7 +820,10 @@ class Engine:
             while True:
                 run = run or self.store.get(run_id)
                 records = dict(run.nodes)
-                status, outputs, error = await self._outcome(run, records)
+                status, outputs, error = await self._outcome(run, records, first)
+                first = None
+                # the run's last step, committed with its end (one transaction, not two)
+                writes, numbered = self._last_step.pop(run_id, ([], []))
                 usage = _total_usage(records.values())
                 event = self._terminal_event(run, status, outputs, error, usage)
                 when = await self._write(
@@ -801,7 +835,9 @@ class Engine:
                     error=error,
                     usage=usage,
                     event=event,
+                    step=(writes, numbered),
                 )
+                self._notify(run_id, numbered)
                 if when is not None:
                     self._notify(run_id, [event])
                     return replace(
@@ -821,6 +857,7 @@ class Engine:
             heartbeat.cancel()
             self._seq.pop(run_id, None)
             self._commit_locks.pop(run_id, None)
+            self._last_step.pop(run_id, None)
 
     def _terminal_event(
         self,
@@ -839,10 +876,10 @@ class Engine:
         return seq, ev.INTERRUPTED, {"pending": pending}
 
     async def _outcome(
-        self, run: RunInfo, records: dict[str, NodeRecord]
+        self, run: RunInfo, records: dict[str, NodeRecord], first: list[NodeSpec] | None = None
     ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
         try:
-            return await self._drive(run, self.spec_of(run), records)
+            return await self._drive(run, self.spec_of(run), records, first)
         except NodeFailed as failure:
             return "failed", None, {"code": 5100, "msg": str(failure), "node_id": failure.node.id}
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -862,9 +899,18 @@ class Engine:
                 return
 
     async def _drive(
-        self, run: RunInfo, spec: WorkflowSpec, records: dict[str, NodeRecord]
+        self,
+        run: RunInfo,
+        spec: WorkflowSpec,
+        records: dict[str, NodeRecord],
+        first: list[NodeSpec] | None = None,
     ) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
-        """Execute until nothing can run; ``records`` (node id → record) is kept current."""
+        """Execute until nothing can run; ``records`` (node id → record) is kept current.
+
+        ``first``: the nodes to launch, their started events committed already (a fresh
+        run's first step, written with the run). The last step, when it leaves nothing
+        to run and asks no question, is left in ``_last_step`` for the run's end to commit.
+        """
         values: dict[str, dict[str, Any]] = {
             key: rec.outputs or {} for key, rec in records.items() if rec.status == "succeeded"
         }
@@ -874,18 +920,28 @@ class Engine:
         if control is not None:  # a loop body that reached break or continue before
             return "succeeded", {CONTROL_KEY: control}, None
         try:
-            # nodes the first step unlocks start after one commit of their started events
-            launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
-            await self._commit(run.id, writes, events)
-            self._start_tasks(run, launch, values, records, running)
-            while running:
-                done = await _first_done(running)
+            if first is None:
+                # nodes the first step unlocks start after one commit of their started events
+                launch, writes, events = self._unlocked(list(spec.nodes), records, graph, running)
+                await self._commit(run.id, writes, events)
+            else:
+                launch = first
+            inline = self._start_tasks(run, launch, values, records, running)
+            yielded = time.monotonic()
+            while running or inline is not None:
+                if inline is not None:
+                    # the only node that can run: awaited here, no task (a chain's steps)
+                    done = [
+                        (inline, await self._run_node(run, inline, values, records.get(inline.id)))
+                    ]
+                    inline = None
+                else:
+                    # NodeFailed propagates from result(): the run fails
+                    done = [(running.pop(t), t.result()) for t in await _first_done(running)]
                 writes, events, interrupts = [], [], []
                 finished: list[NodeSpec] = []
-                for task in done:
-                    node = running.pop(task)
+                for node, outcome in done:
                     finished.append(node)
-                    outcome = task.result()  # NodeFailed propagates: the run fails
                     write, node_events, pending = self._finished(
                         run, node, outcome, records.get(node.id)
                     )
@@ -902,12 +958,34 @@ class Engine:
                 launch, more_writes, more_events = self._unlocked(
                     successors, records, graph, running
                 )
-                # the finished nodes' records commit before any successor starts
-                await self._commit(run.id, writes + more_writes, events + more_events, interrupts)
+                writes += more_writes
+                events += more_events
                 control = _control(finished, records)
+                if (
+                    not launch
+                    and not running
+                    and not interrupts
+                    and not any(w.status == "interrupted" for w in writes)
+                ):
+                    # nothing runs after it: it commits with the run's end (``_execute``);
+                    # a step with a question commits first, the end lists it as pending
+                    self._last_step[run.id] = (
+                        writes,
+                        [(self._next_seq(run.id), name, data) for name, data in events],
+                    )
+                    if control is not None:
+                        return "succeeded", {CONTROL_KEY: control}, None
+                    break
+                # the finished nodes' records commit before any successor starts
+                await self._commit(run.id, writes, events, interrupts)
                 if control is not None:  # the body's iteration ends here; the rest is dropped
                     return "succeeded", {CONTROL_KEY: control}, None
-                self._start_tasks(run, launch, values, records, running)
+                inline = self._start_tasks(run, launch, values, records, running)
+                if inline is not None and time.monotonic() - yielded >= YIELD_EVERY_S:
+                    # nodes that never wait (text, code on a warm path...) would otherwise
+                    # keep the loop to themselves for a whole run
+                    await asyncio.sleep(0)
+                    yielded = time.monotonic()
         finally:
             for task in running:
                 task.cancel()
@@ -971,11 +1049,16 @@ class Engine:
         values: dict[str, dict[str, Any]],
         records: dict[str, NodeRecord],
         running: dict[asyncio.Task[_Outcome], NodeSpec],
-    ) -> None:
+    ) -> NodeSpec | None:
+        """Start the launched nodes as tasks, or return the one to await in place when it
+        is the only node that can run."""
+        if len(launch) == 1 and not running:
+            return launch[0]
         loop = asyncio.get_running_loop()
         for node in launch:
             task = loop.create_task(self._run_node(run, node, values, records.get(node.id)))
             running[task] = node
+        return None
 
     async def _commit(
         self,

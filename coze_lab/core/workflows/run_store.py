@@ -20,6 +20,7 @@ from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFo
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
+from coze_lab.store.db import DriverConnection
 from coze_lab.store.models import (
     Interrupt,
     NodeRun,
@@ -193,6 +194,8 @@ class RunStore:
         """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
         process the engine wakes its own followers)."""
         if self.signals is not None:
+            if isinstance(conn, DriverConnection):  # a hot write: its SQLAlchemy side
+                conn = conn.connection
             self.signals.notify(conn, topic)
 
     # ---- runs ---------------------------------------------------------------------------
@@ -211,13 +214,19 @@ class RunStore:
         retry_of: int | None = None,
         seed: Sequence[NodeWrite] = (),
         bot_context: dict[str, str] | None = None,
+        first_step: tuple[Sequence[NodeWrite], Sequence[tuple[int, str, dict[str, Any]]]] = (
+            (),
+            (),
+        ),
     ) -> int:
         """A new running run; ``parent`` = (parent run, child key, root run) for child runs;
         ``notes`` become its first events (``note``), written with it. A retry names the run
-        it retries (``retry_of``) and starts with ``seed``, the node records it reuses."""
+        it retries (``retry_of``) and starts with ``seed``, the node records it reuses.
+        ``first_step`` (node records, numbered events after the notes): its first step,
+        written with it."""
         now = self.clock()
         run_id = new_id()
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             _RUNS.run(
                 conn,
                 [
@@ -261,6 +270,8 @@ class RunStore:
                         for seq, note in enumerate(notes, 1)
                     ],
                 )
+            if first_step[0] or first_step[1]:
+                _write_step(conn, run_id, first_step[0], first_step[1], (), now)
         return run_id
 
     def child(self, parent_run_id: int, key: str) -> RunInfo | None:
@@ -314,7 +325,7 @@ class RunStore:
     def claim(self, run_id: int, worker: str, lease_s: float) -> bool:
         """Take the run's lease unless a live worker holds it; only running runs are taken."""
         now = self.clock()
-        with self.db.write() as conn:
+        with self.db.hot_write() as conn:
             result = _CLAIM.run(
                 conn,
                 {
@@ -385,21 +396,26 @@ class RunStore:
         error: dict[str, Any] | None = None,
         usage: dict[str, Any] | None = None,
         event: tuple[int, str, dict[str, Any]] | None = None,
+        step: tuple[Sequence[NodeWrite], Sequence[tuple[int, str, dict[str, Any]]]] = ((), ()),
     ) -> datetime | None:
         """Record the run's end (or its pause as ``interrupted``) and release the lease.
 
         ``event`` is stored in the same transaction, and only if the run was finished.
+        ``step`` (node records, numbered events): the run's last step, committed in the
+        same transaction in every case (also when the run is not finished here).
         Returns the time written, or None when the run was not this worker's to finish.
         """
         now = self.clock()
-        with self.db.write() as conn:
+        nodes, events = step
+        with self.db.hot_write() as conn:
+            if nodes or events:
+                _write_step(conn, run_id, nodes, events, (), now)
             if (
                 status == "interrupted"
-                and conn.execute(
-                    select(NodeRun.id).where(NodeRun.run_id == run_id, NodeRun.status == "pending")
-                ).first()
-                is not None
+                and _PENDING_NODE.run(conn, {"run": run_id}).fetchone() is not None
             ):
+                if events:
+                    self._wake(conn, f"run:{run_id}")
                 return None  # an answer arrived meanwhile: the worker drives on
             result = _FINISH.run(
                 conn,
@@ -415,6 +431,8 @@ class RunStore:
                 },
             )
             if result.rowcount != 1:
+                if events:
+                    self._wake(conn, f"run:{run_id}")
                 return None
             if event is not None:
                 _EVENTS.run(
@@ -486,51 +504,8 @@ class RunStore:
         False when its events woke no other replica (see ``STEP_WAKE_EVERY_S``)."""
         now = self.clock()
         wake = bool(events) and self._step_wake_due(run_id)
-        with self.db.write() as conn:
-            _NODES.run(conn, [_node_row(run_id, n) for n in nodes if not n.exists])
-            for node in (n for n in nodes if n.exists):
-                row = _node_row(run_id, node)
-                del row["id"], row["run_id"], row["node_key"]
-                conn.execute(
-                    update(NodeRun)
-                    .where(NodeRun.run_id == run_id, NodeRun.node_key == node.node_key)
-                    .values(**row)
-                )
-            _INTERRUPTS.run(
-                conn,
-                [
-                    {
-                        "id": i.event_id,
-                        "run_id": run_id,
-                        "root_run_id": i.root_run_id,
-                        "owner_id": i.owner_id,
-                        "node_key": i.node_key,
-                        "node_id": i.node_id,
-                        "type": i.type,
-                        "data": i.data,
-                        "status": "pending",
-                        "resume_data": None,
-                        "created_at": now,
-                        "expires_at": now + i.ttl,
-                        "resolved_at": None,
-                    }
-                    for i in interrupts or []
-                ],
-            )
-            _EVENTS.run(
-                conn,
-                [
-                    {
-                        "id": new_id(),
-                        "run_id": run_id,
-                        "seq": seq,
-                        "event": event,
-                        "data": data,
-                        "created_at": now,
-                    }
-                    for seq, event, data in events
-                ],
-            )
+        with self.db.hot_write() as conn:
+            _write_step(conn, run_id, nodes, events, interrupts or [], now)
             if wake:
                 self._wake(conn, f"run:{run_id}")
         return wake or not events
@@ -787,6 +762,23 @@ _FINISH = Prepared(
         finished_at=bindparam("finished"),
     )
 )
+_PENDING_NODE = Prepared(
+    select(NodeRun.id)
+    .where(NodeRun.run_id == bindparam("run"), NodeRun.status == "pending")
+    .limit(1)
+)
+#: a node's record written again (a node that runs again after a question was answered)
+_NODE_UPDATE = Prepared(
+    update(NodeRun)
+    .where(NodeRun.run_id == bindparam("run_id"), NodeRun.node_key == bindparam("node_key"))
+    .values(
+        {
+            column.name: bindparam(column.name)
+            for column in NodeRun.__table__.columns
+            if column.name not in ("id", "run_id", "node_key")
+        }
+    )
+)
 _NODES = BulkInsert(NodeRun.__table__)
 _EVENTS = BulkInsert(RunEvent.__table__)
 _INTERRUPTS = BulkInsert(Interrupt.__table__)
@@ -824,6 +816,58 @@ _NODE_FIELDS = (
     "started_at",
     "finished_at",
 )
+
+
+def _write_step(
+    conn: Any,
+    run_id: int,
+    nodes: Sequence[NodeWrite],
+    events: Sequence[tuple[int, str, dict[str, Any]]],
+    interrupts: Sequence[InterruptWrite],
+    now: datetime,
+) -> None:
+    """A step's node records (inserted, or updated when ``exists``), new interrupts and
+    numbered events, inside the caller's transaction."""
+    _NODES.run(conn, [_node_row(run_id, n) for n in nodes if not n.exists])
+    for node in nodes:
+        if node.exists:
+            _NODE_UPDATE.run(conn, _node_row(run_id, node))
+    if interrupts:
+        _INTERRUPTS.run(
+            conn,
+            [
+                {
+                    "id": i.event_id,
+                    "run_id": run_id,
+                    "root_run_id": i.root_run_id,
+                    "owner_id": i.owner_id,
+                    "node_key": i.node_key,
+                    "node_id": i.node_id,
+                    "type": i.type,
+                    "data": i.data,
+                    "status": "pending",
+                    "resume_data": None,
+                    "created_at": now,
+                    "expires_at": now + i.ttl,
+                    "resolved_at": None,
+                }
+                for i in interrupts
+            ],
+        )
+    _EVENTS.run(
+        conn,
+        [
+            {
+                "id": new_id(),
+                "run_id": run_id,
+                "seq": seq,
+                "event": event,
+                "data": data,
+                "created_at": now,
+            }
+            for seq, event, data in events
+        ],
+    )
 
 
 def _node_row(run_id: int, node: NodeWrite) -> dict[str, Any]:
