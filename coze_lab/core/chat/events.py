@@ -100,6 +100,8 @@ class ChatChannel:
         #: follow those of its earlier runs: numbers are per chat)
         self.base = base
         self.events: list[ChatEvent] = []
+        #: how many of ``events`` are in the chat's log already (written with its rows)
+        self.logged = 0
         self.closed = False
         self._wake = asyncio.Event()
         #: set when an event other than a delta arrives (the event log writes it at once)

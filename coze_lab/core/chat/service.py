@@ -265,11 +265,15 @@ class ChatService:
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before ``written`` is set)
         await run.requested.wait()
+        # its first events go with them: one write less per chat, none in a thread while
+        # the first token is on its way
+        first = channel.events[:]
         try:
-            new_chat.write()
+            new_chat.write(pack([e.to_dict() for e in first]))
         except BaseException:
             task.cancel()
             raise
+        channel.logged = len(first)
         written.set()
         return ChatHandle(chat, channel, new_chat.messages)
 
@@ -678,15 +682,16 @@ class ChatService:
     async def _log_events(
         self, chat_id: int, channel: ChatChannel, written: asyncio.Event | None
     ) -> None:
-        """Write the chat's events to its log: every event that is not a delta at once,
-        deltas together at most every ``PARTIAL_SAVE_S`` (the write rate does not grow with
-        the token rate). Followers on other replicas read the log."""
+        """Write the chat's events to its log (after the ``logged`` first ones, written with
+        the chat's rows): every event that is not a delta at once, deltas together at most
+        every ``PARTIAL_SAVE_S`` (the write rate does not grow with the token rate).
+        Followers on other replicas read the log."""
         while written is not None and not written.is_set():
             if channel.closed:
                 return  # the chat's rows were never written: it did not start
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(written.wait(), 0.1)
-        saved = 0
+        saved = channel.logged
         while True:
             if not channel.closed:
                 channel.urgent.clear()

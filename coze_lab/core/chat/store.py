@@ -78,9 +78,11 @@ class NewChat:
         self.chat = chat
         self.messages = messages
 
-    def write(self) -> None:
-        """The chat, its request messages and (for a new one) its conversation, in one
-        transaction; the conversations service writes its own tables."""
+    def write(self, events: list[dict[str, Any]] | None = None) -> None:
+        """The chat, its request messages, (for a new one) its conversation and ``events``
+        (its first events, numbered from 1, packed as the log keeps them), in one
+        transaction; the conversations service writes its own tables. Nobody follows the
+        chat yet (its id goes out in its first event, after this): nobody to wake."""
         conversations = self._store.conversations
         with self._store.db.write() as connection:  # plain statements: every chat's path
             conversations.write_chat_start(
@@ -94,6 +96,10 @@ class NewChat:
             if self._persist:
                 conversations.insert_messages(
                     connection, self._conversation.owner_id, self.messages
+                )
+            if events:
+                connection.execute(
+                    insert(ChatEventBatch), self._store.event_batch(self.chat.id, 1, events)
                 )
 
 
@@ -241,20 +247,25 @@ class ChatStore:
         try:
             with self.signals.sending() as send, self.db.write() as connection:
                 connection.execute(
-                    insert(ChatEventBatch),
-                    {
-                        "id": new_id(),
-                        "chat_id": chat_id,
-                        "first_seq": first_seq,
-                        "seq": first_seq + len(events) - 1,
-                        "events": events,
-                        "created_at": self._clock(),
-                    },
+                    insert(ChatEventBatch), self.event_batch(chat_id, first_seq, events)
                 )
                 send(connection, f"chat:{chat_id}")
         except IntegrityError:
             return False
         return True
+
+    def event_batch(
+        self, chat_id: int, first_seq: int, events: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The log row of events ``first_seq`` .. ``first_seq + len(events) - 1``."""
+        return {
+            "id": new_id(),
+            "chat_id": chat_id,
+            "first_seq": first_seq,
+            "seq": first_seq + len(events) - 1,
+            "events": events,
+            "created_at": self._clock(),
+        }
 
     def events(self, chat_id: int, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         """The chat's stored events numbered after ``after``, in order."""
