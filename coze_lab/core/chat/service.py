@@ -266,8 +266,9 @@ class ChatService:
         # thinks (the agent writes nothing before ``written`` is set)
         await run.requested.wait()
         # its first events go with them: one write less per chat, none in a thread while
-        # the first token is on its way
-        first = channel.events[:]
+        # the first token is on its way (a run already over, canceled before it sent its
+        # request, logs nothing, as before)
+        first = [] if channel.closed else channel.events[:]
         try:
             new_chat.write(pack([e.to_dict() for e in first]))
         except BaseException:
