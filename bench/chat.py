@@ -8,7 +8,8 @@
 2. Time to the first token through ``coze-lab serve`` against straight from the model
    server, read by the *same* client on both sides (httpx, the SSE lines as they arrive),
    in a new conversation and in one with 10 rounds of history. Samples are paired (one
-   direct call, then the same chat through the server), so drift touches both alike; the
+   direct call and the same chat through the server, which goes first alternating), so
+   drift and what a chat leaves running in the server touch both sides alike; the
    server's added time is the median of the paired differences. The server's CPU per chat
    comes from its process time (``/proc``).
 3. N concurrent streaming chats (N = 50, 200): how many complete, and chats per second.
@@ -217,7 +218,7 @@ async def serve_figures(
             await first_token(client, in_conversation, chat_body(bot_id, text), ours)
             history.append((text, f"[demo model] You said: {text}"))
 
-        async def pair(kind: str, text: str) -> tuple[float, float]:
+        async def pair(kind: str, text: str, served_first: bool) -> tuple[float, float]:
             past = history if kind == "history" else deque()
             direct_body = {
                 "model": MODEL,
@@ -225,9 +226,12 @@ async def serve_figures(
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            direct, _ = await first_token(client, model_url, direct_body, theirs)
             url = in_conversation if kind == "history" else chat_url
-            served, done = await first_token(client, url, chat_body(bot_id, text), ours)
+            if served_first:
+                served, done = await first_token(client, url, chat_body(bot_id, text), ours)
+            direct, _ = await first_token(client, model_url, direct_body, theirs)
+            if not served_first:
+                served, done = await first_token(client, url, chat_body(bot_id, text), ours)
             assert done is not None and done["status"] == "completed", done
             if kind == "history":
                 history.append((text, f"[demo model] You said: {text}"))
@@ -235,13 +239,15 @@ async def serve_figures(
 
         for i in range(WARMUP):
             for kind in kinds:
-                await pair(kind, f"warm-up {i}")
+                await pair(kind, f"warm-up {i}", bool(i % 2))
         for r in range(rounds):
             samples: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
             cpu = process_cpu(pid)
             for i in range(SAMPLES):
                 for kind in kinds:
-                    samples[kind].append(await pair(kind, f"round {r} sample {i}"))
+                    # which side goes first alternates: what one chat leaves running in the
+                    # server (its event log's write) falls on either side alike
+                    samples[kind].append(await pair(kind, f"round {r} sample {i}", bool(i % 2)))
             add("server_cpu", (process_cpu(pid) - cpu) / (SAMPLES * len(kinds)) * 1000)
             for kind, pairs in samples.items():
                 added = [served - direct for direct, served in pairs]

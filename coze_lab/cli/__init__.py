@@ -83,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not args.verbose:
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        # a line per model request (and per chat): the access log says enough
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except CozeLabError as exc:

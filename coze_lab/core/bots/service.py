@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import bindparam, delete, exists, func, select
 
 from coze_lab.core import connectors
 from coze_lab.core.bots.config import BotConfig, BotEdit
@@ -327,13 +327,8 @@ class BotService:
     def resolve(self, owner_id: int, bot_id: int, connector_id: str) -> ResolvedBot:
         """The configuration a chat on ``connector_id`` runs: the draft on the Playground,
         the version published to that connector everywhere else."""
-        bots, bound = BotRecord.__table__, BotConnector.__table__
-        with self._db.read() as session:  # plain statements: this is on every chat's path
-            rows = session.execute(
-                select(bots, bound.c.connector_id, bound.c.version, bound.c.published_at)
-                .outerjoin(bound, bound.c.bot_id == bots.c.id)
-                .where(bots.c.id == bot_id, visible(bots.c.workspace_id, owner_id))
-            ).all()
+        with self._db.read() as session:  # a statement built once: on every chat's path
+            rows = session.execute(_RESOLVE, {"bot": bot_id, "user": owner_id}).all()
             if not rows:
                 raise NotFound(f"bot {bot_id} does not exist")
             info = _build(rows[0], [r for r in rows if r.connector_id is not None])
@@ -442,6 +437,15 @@ def _newest_workflow_versions(session: Any, config: BotConfig) -> dict[int, int]
     if missing:
         raise NotFound(f"workflow {', '.join(missing)} has no published version; publish it")
     return {i: int(newest[i]) for i in config.workflow_ids}
+
+
+_bots, _bound = BotRecord.__table__, BotConnector.__table__
+#: a bot visible to ``user`` (the access rule of ``visible``) with its connectors' versions
+_RESOLVE = (
+    select(_bots, _bound.c.connector_id, _bound.c.version, _bound.c.published_at)
+    .outerjoin(_bound, _bound.c.bot_id == _bots.c.id)
+    .where(_bots.c.id == bindparam("bot"), visible(_bots.c.workspace_id, bindparam("user")))
+)
 
 
 def _build(row: Any, bindings: Sequence[Any]) -> BotInfo:

@@ -39,6 +39,7 @@ from coze_lab.core.conversations import (
     ConversationService,
     MessageInfo,
     NewMessage,
+    Turn,
     new_message,
 )
 from coze_lab.core.conversations.content import file_ids, model_content
@@ -189,13 +190,10 @@ class ChatService:
         self.conversations.check_files(owner_id, request.messages)
         resolved = self.bots.resolve(owner_id, request.bot_id, connector_id)
         spec = self._model(resolved.config)
-        conversation = self._conversation(owner_id, connector_id, request)
-        new = request.conversation_id is None
-        history = (
-            []
-            if new
-            else self.conversations.history(conversation, rounds=resolved.config.history_rounds)
+        conversation, history = self._conversation(
+            owner_id, connector_id, request, resolved.config.history_rounds
         )
+        new = request.conversation_id is None
         end_user = request.user_id or str(owner_id)
         session = (resolved.bot.workspace_id, conversation.id)
         tools = await self._toolbox(
@@ -267,11 +265,16 @@ class ChatService:
         # the model request goes out first; the chat's rows are written while the model
         # thinks (the agent writes nothing before ``written`` is set)
         await run.requested.wait()
+        # its first events go with them: one write less per chat, none in a thread while
+        # the first token is on its way (a run already over, canceled before it sent its
+        # request, logs nothing, as before)
+        first = [] if channel.closed else channel.events[:]
         try:
-            new_chat.write()
+            new_chat.write(pack([e.to_dict() for e in first]))
         except BaseException:
             task.cancel()
             raise
+        channel.logged = len(first)
         written.set()
         return ChatHandle(chat, channel, new_chat.messages)
 
@@ -360,7 +363,7 @@ class ChatService:
             log.warning("chat files not copied to workspace %s: %s", chat.conversation_id, exc)
 
     def _model_message(
-        self, owner_id: int, message: MessageInfo, *, strict: bool
+        self, owner_id: int, message: MessageInfo | Turn, *, strict: bool
     ) -> dict[str, Any]:
         if self.attachments is None:
             content = model_content(message.content, message.content_type)
@@ -680,15 +683,16 @@ class ChatService:
     async def _log_events(
         self, chat_id: int, channel: ChatChannel, written: asyncio.Event | None
     ) -> None:
-        """Write the chat's events to its log: every event that is not a delta at once,
-        deltas together at most every ``PARTIAL_SAVE_S`` (the write rate does not grow with
-        the token rate). Followers on other replicas read the log."""
+        """Write the chat's events to its log (after the ``logged`` first ones, written with
+        the chat's rows): every event that is not a delta at once, deltas together at most
+        every ``PARTIAL_SAVE_S`` (the write rate does not grow with the token rate).
+        Followers on other replicas read the log."""
         while written is not None and not written.is_set():
             if channel.closed:
                 return  # the chat's rows were never written: it did not start
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(written.wait(), 0.1)
-        saved = 0
+        saved = channel.logged
         while True:
             if not channel.closed:
                 channel.urgent.clear()
@@ -714,9 +718,11 @@ class ChatService:
         return self.registry.resolve(config.model_id)
 
     def _conversation(
-        self, owner_id: int, connector_id: str, request: ChatRequest
-    ) -> ConversationInfo:
-        if request.conversation_id is None:  # written with the chat, in its transaction
+        self, owner_id: int, connector_id: str, request: ChatRequest, rounds: int
+    ) -> tuple[ConversationInfo, list[Turn]]:
+        """The chat's conversation (a new one is written with the chat, in its transaction)
+        and the last ``rounds`` rounds of its history."""
+        if request.conversation_id is None:
             now = self._clock()
             return ConversationInfo(
                 id=new_id(),
@@ -728,13 +734,15 @@ class ChatService:
                 section_id=new_id(),
                 created_at=now,
                 updated_at=now,
-            )
-        conversation = self.conversations.get(owner_id, connector_id, request.conversation_id)
+            ), []
+        conversation, history = self.conversations.chat_context(
+            owner_id, connector_id, request.conversation_id, rounds=rounds
+        )
         if conversation.bot_id not in (None, request.bot_id):
             raise InvalidParameter(
                 f"conversation {conversation.id} belongs to bot {conversation.bot_id}"
             )
-        return conversation
+        return conversation, history
 
     def _variables(
         self,

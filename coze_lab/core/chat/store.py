@@ -62,7 +62,7 @@ class NewChat:
         self,
         store: ChatStore,
         conversation: ConversationInfo,
-        row: Chat,
+        chat: ChatInfo,
         messages: list[MessageInfo],
         bot_id: int | None,
         now: datetime,
@@ -71,17 +71,18 @@ class NewChat:
     ) -> None:
         self._store = store
         self._conversation = conversation
-        self._row = row
         self._bot_id = bot_id
         self._now = now
         self._persist = persist
         self._new_conversation = new_conversation
-        self.chat = _info(row)
+        self.chat = chat
         self.messages = messages
 
-    def write(self) -> None:
-        """The chat, its request messages and (for a new one) its conversation, in one
-        transaction; the conversations service writes its own tables."""
+    def write(self, events: list[dict[str, Any]] | None = None) -> None:
+        """The chat, its request messages, (for a new one) its conversation and ``events``
+        (its first events, numbered from 1, packed as the log keeps them), in one
+        transaction; the conversations service writes its own tables. Nobody follows the
+        chat yet (its id goes out in its first event, after this): nobody to wake."""
         conversations = self._store.conversations
         with self._store.db.write() as connection:  # plain statements: every chat's path
             conversations.write_chat_start(
@@ -91,10 +92,14 @@ class NewChat:
                 bot_id=self._bot_id,
                 now=self._now,
             )
-            connection.execute(insert(Chat), _values(self._row))
+            connection.execute(insert(Chat), _chat_values(self.chat))
             if self._persist:
                 conversations.insert_messages(
                     connection, self._conversation.owner_id, self.messages
+                )
+            if events:
+                connection.execute(
+                    insert(ChatEventBatch), self._store.event_batch(self.chat.id, 1, events)
                 )
 
 
@@ -133,24 +138,29 @@ class ChatStore:
         """
         now = self._clock()
         message_ids = [new_id() for _ in messages]
-        row = Chat(
+        chat = ChatInfo(
             id=new_id(),
             owner_id=conversation.owner_id,
             conversation_id=conversation.id,
             section_id=conversation.section_id,
-            bot_id=bot_id,
+            bot_id=bot_id or 0,  # 0: a chat-flow's chat
             bot_version=bot_version,
             connector_id=conversation.connector_id,
             status="in_progress",
-            meta_data=meta_data,
+            usage=None,
+            last_error=None,
+            required_action=None,
+            meta_data=dict(meta_data),
             created_at=now,
             updated_at=now,
+            completed_at=None,
+            failed_at=None,
         )
         infos = [
-            new_message(conversation, m, now=now, chat_id=row.id, bot_id=bot_id, message_id=mid)
+            new_message(conversation, m, now=now, chat_id=chat.id, bot_id=bot_id, message_id=mid)
             for mid, m in zip(message_ids, messages, strict=True)
         ]
-        return NewChat(self, conversation, row, infos, bot_id, now, persist, new_conversation)
+        return NewChat(self, conversation, chat, infos, bot_id, now, persist, new_conversation)
 
     def add_messages(
         self, owner_id: int, messages: Sequence[MessageInfo], *, replacing: Sequence[int] = ()
@@ -237,20 +247,25 @@ class ChatStore:
         try:
             with self.signals.sending() as send, self.db.write() as connection:
                 connection.execute(
-                    insert(ChatEventBatch),
-                    {
-                        "id": new_id(),
-                        "chat_id": chat_id,
-                        "first_seq": first_seq,
-                        "seq": first_seq + len(events) - 1,
-                        "events": events,
-                        "created_at": self._clock(),
-                    },
+                    insert(ChatEventBatch), self.event_batch(chat_id, first_seq, events)
                 )
                 send(connection, f"chat:{chat_id}")
         except IntegrityError:
             return False
         return True
+
+    def event_batch(
+        self, chat_id: int, first_seq: int, events: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The log row of events ``first_seq`` .. ``first_seq + len(events) - 1``."""
+        return {
+            "id": new_id(),
+            "chat_id": chat_id,
+            "first_seq": first_seq,
+            "seq": first_seq + len(events) - 1,
+            "events": events,
+            "created_at": self._clock(),
+        }
 
     def events(self, chat_id: int, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         """The chat's stored events numbered after ``after``, in order."""
@@ -406,8 +421,27 @@ def _plain_chat(info: ChatInfo) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(info).items()}
 
 
-def _values(row: Any) -> dict[str, Any]:
-    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+def _chat_values(chat: ChatInfo) -> dict[str, Any]:
+    """The row of a starting chat (every column named, as an ORM object's insert would)."""
+    return {
+        "id": chat.id,
+        "owner_id": chat.owner_id,
+        "conversation_id": chat.conversation_id,
+        "section_id": chat.section_id,
+        "bot_id": chat.bot_id or None,
+        "bot_version": chat.bot_version,
+        "connector_id": chat.connector_id,
+        "status": chat.status,
+        "usage": chat.usage,
+        "last_error": chat.last_error,
+        "required_action": chat.required_action,
+        "state": None,
+        "meta_data": chat.meta_data,
+        "created_at": chat.created_at,
+        "updated_at": chat.updated_at,
+        "completed_at": chat.completed_at,
+        "failed_at": chat.failed_at,
+    }
 
 
 def _info(row: Any) -> ChatInfo:

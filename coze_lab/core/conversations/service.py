@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from coze_lab.core import connectors
 from coze_lab.core.clock import Clock, to_unix, utcnow
@@ -37,6 +37,15 @@ class ConversationInfo:
     section_id: int
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A question or an answer of a conversation's history, as a model prompt needs it."""
+
+    role: str
+    content: str
+    content_type: str
 
 
 @dataclass(frozen=True)
@@ -433,7 +442,7 @@ class ConversationService:
         """The questions and answers of the current section, the last ``rounds`` rounds."""
         if rounds <= 0:
             return []
-        with self._db.read() as conn:  # Core rows: this read is on every chat's first token
+        with self._db.read() as conn:
             rows = conn.execute(
                 select(Message.__table__)
                 .where(
@@ -444,18 +453,32 @@ class ConversationService:
                 .order_by(Message.id.desc())
                 .limit(rounds * 8)
             ).all()
-        kept: list[Any] = []
-        questions = 0
-        for row in rows:
-            kept.append(row)
-            if row.type == "question":
-                questions += 1
-                if questions == rounds:
-                    break
-        kept.reverse()
-        while kept and kept[0].type != "question":
-            kept.pop(0)  # an answer without its question would confuse the model
-        return [message_info(r) for r in kept]
+        return [message_info(r) for r in _last_rounds(rows, rounds)]
+
+    def chat_context(
+        self, owner_id: int, connector_id: str, conversation_id: int, *, rounds: int
+    ) -> tuple[ConversationInfo, list[Turn]]:
+        """The owner's conversation and the last ``rounds`` rounds of its current section,
+        in one read: what a chat in an existing conversation needs before its model
+        request. Prepared statements and only the columns a prompt uses (this read is on
+        every such chat's first token)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                _OWNED_CONVERSATION,
+                {"id": conversation_id, "owner": owner_id, "connector": connector_id},
+            ).first()
+            if row is None:
+                raise NotFound(f"conversation {conversation_id} does not exist")
+            conversation = _conversation(row)
+            if rounds <= 0:
+                return conversation, []
+            rows = conn.execute(
+                _RECENT_TURNS,
+                {"id": conversation.id, "section": conversation.section_id, "limit": rounds * 8},
+            ).all()
+        return conversation, [
+            Turn(r.role, r.content, r.content_type) for r in _last_rounds(rows, rounds)
+        ]
 
     # ---- writes of a chat (the chat's transaction passes its connection) --------------------
     def write_chat_start(
@@ -571,7 +594,43 @@ def _usable_bot(session: Any, owner_id: int, bot_id: int, connector_id: str) -> 
         raise connectors.not_published(bot_id, connector_id)
 
 
-def _conversation(row: Conversation) -> ConversationInfo:
+def _last_rounds(rows: Sequence[Any], rounds: int) -> list[Any]:
+    """Of question and answer rows, newest first: the last ``rounds`` rounds, oldest first,
+    starting with a question."""
+    kept: list[Any] = []
+    questions = 0
+    for row in rows:
+        kept.append(row)
+        if row.type == "question":
+            questions += 1
+            if questions == rounds:
+                break
+    kept.reverse()
+    while kept and kept[0].type != "question":
+        kept.pop(0)  # an answer without its question would confuse the model
+    return kept
+
+
+_conversations, _messages = Conversation.__table__, Message.__table__
+#: built once: building a statement costs more than running it on SQLite
+_OWNED_CONVERSATION = select(_conversations).where(
+    _conversations.c.id == bindparam("id"),
+    _conversations.c.owner_id == bindparam("owner"),
+    _conversations.c.connector_id == bindparam("connector"),
+)
+_RECENT_TURNS = (
+    select(_messages.c.role, _messages.c.type, _messages.c.content, _messages.c.content_type)
+    .where(
+        _messages.c.conversation_id == bindparam("id"),
+        _messages.c.section_id == bindparam("section"),
+        _messages.c.type.in_(("question", "answer")),
+    )
+    .order_by(_messages.c.id.desc())
+    .limit(bindparam("limit"))
+)
+
+
+def _conversation(row: Any) -> ConversationInfo:
     return ConversationInfo(
         id=row.id,
         owner_id=row.owner_id,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy import BindParameter, ColumnElement, Select, select
 
 from coze_lab.core.errors import NotFound, PermissionDenied
 from coze_lab.store.models import SpaceMember, Workspace
@@ -54,12 +54,12 @@ ROLE_MATRIX: Mapping[Role, frozenset[Permission]] = {
 }
 
 
-def member_spaces(user_id: int) -> Select[Any]:
+def member_spaces(user_id: int | BindParameter[int]) -> Select[Any]:
     """The ids of the spaces ``user_id`` belongs to (a subquery)."""
     return select(SpaceMember.space_id).where(SpaceMember.user_id == user_id)
 
 
-def visible(space_column: Any, user_id: int) -> ColumnElement[bool]:
+def visible(space_column: Any, user_id: int | BindParameter[int]) -> ColumnElement[bool]:
     """The access rule as a WHERE clause: the row's space is one of the user's.
 
     Example:

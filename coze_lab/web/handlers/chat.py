@@ -31,10 +31,12 @@ async def stream_chat(handler: CozeHandler, handle: ChatHandle) -> None:
             event = ChatEvent(ev.CHAT_IN_PROGRESS, chat=handle.chat)
         else:
             sent += 1
-        # events already waiting go out in one write
+        # events already waiting go out in one write; so do the last one and the end of the
+        # response (``finish`` flushes)
         backlog = sent < len(handle.channel.events)
+        last = event.event == ev.DONE and handle.channel.closed
         if not await send_event(
-            handler, None, event.event, serialize.chat_event(event), flush=not backlog
+            handler, None, event.event, serialize.chat_event(event), flush=not (backlog or last)
         ):
             return
     handler.finish()

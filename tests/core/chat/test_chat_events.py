@@ -159,3 +159,37 @@ def test_a_lost_chat_ends_its_log_with_the_failure(runtime: Runtime, clock: Fake
     assert logged[1][1].chat is not None and "stopped" in logged[1][1].chat.last_error["msg"]
     # the dead server's last flush, arriving late, does not overwrite the end
     assert not store.append_events(new.chat.id, 2, [started.to_dict()])
+
+
+def test_an_event_is_logged_with_every_field_of_its_record() -> None:
+    """The log's form of an event is the record's fields, dates as ISO text, and reads back
+    as the same event (what ``dataclasses.asdict`` gave, without its deep copy)."""
+    from dataclasses import asdict
+    from datetime import UTC, datetime
+
+    from coze_lab.core.chat.store import ChatInfo
+    from coze_lab.core.conversations import MessageInfo
+
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    chat = ChatInfo(
+        id=1, owner_id=2, conversation_id=3, section_id=4, bot_id=5, bot_version=6,
+        connector_id="1024", status="requires_action", usage={"token_count": 7},
+        last_error=None, required_action={"type": "submit_tool_outputs", "calls": [{"id": "c"}]},
+        meta_data={"k": "v"}, created_at=now, updated_at=now, completed_at=None, failed_at=now,
+    )  # fmt: skip
+    message = MessageInfo(
+        id=8, conversation_id=3, section_id=4, chat_id=1, bot_id=5, role="assistant",
+        type="answer", content="hi", content_type="text", meta_data={"partial": "true"},
+        created_at=now, updated_at=now, usage={"token_count": 7, "cost": 0.5},
+    )  # fmt: skip
+    for event in (ChatEvent("conversation.chat.requires_action", chat=chat),
+                  ChatEvent("conversation.message.completed", message=message)):  # fmt: skip
+        record = event.chat or event.message
+        assert record is not None
+        expected = {
+            k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(record).items()
+        }
+        data = event.to_dict()
+        assert data == {"event": event.event, ("chat" if event.chat else "message"): expected}
+        assert json.loads(json.dumps(data)) == data
+        assert ChatEvent.from_dict(data) == event
