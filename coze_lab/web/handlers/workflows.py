@@ -34,8 +34,12 @@ class WorkflowHandler(CozeHandler):
         context = None
         if target is not None:  # ``bot_id``: whose variables the run reads and writes
             bot_id, uid = target
-            context = self.runtime.variables.bot_context(
-                user.id, bot_id, self.connector(), uid or str(user.id)
+            context = await self.runtime.offload(
+                self.runtime.variables.bot_context,
+                user.id,
+                bot_id,
+                self.connector(),
+                uid or str(user.id),
             )
         return await self.runtime.runs.start(
             user.id,
@@ -77,7 +81,7 @@ class WorkflowRunHandler(WorkflowHandler):
         if info.status in ("failed", "canceled"):
             raise RunFailed((info.error or {}).get("msg", f"the workflow {info.status}"))
         pending = (
-            self.runtime.runs.pending(info.owner_id, info.id)
+            await self.runtime.offload(self.runtime.runs.pending, info.owner_id, info.id)
             if info.status == "interrupted"
             else []
         )
