@@ -98,7 +98,7 @@ class CozeHandler(web.RequestHandler):
     SCOPE: str | None = None
 
     _principal: Principal | None = None
-    #: why the request's token was refused when it was checked in ``prepare``
+    #: why the request's token was refused when :meth:`check_token` checked it
     _refusal: Unauthenticated | None = None
     _coze_user: UserInfo | None = None
     _received: bytearray | None = None
@@ -133,15 +133,16 @@ class CozeHandler(web.RequestHandler):
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > self._body_limit:
             raise self.too_large()
-        await self.check_token()
 
     async def check_token(self) -> None:
-        """Check the request's personal access token before the handler runs, so that its
-        database read (when the token is not cached) runs off the event loop. The verdict
-        is given where the handler asks for it (:meth:`principal`), as before: a handler
-        that needs no token never refuses one, and errors keep their order."""
+        """Check the request's personal access token now, so that its database read (a
+        token not cached, or any token off PostgreSQL) runs off the event loop; a handler
+        of a hot path awaits it first. The verdict is given where the handler asks for it
+        (:meth:`principal`), so errors keep their order. (Not in ``prepare``: a body that
+        streams in meanwhile would pile up unread, and a refusal mid-body then resets the
+        connection before the client reads the answer.)"""
         token = self.bearer_pat()
-        if token is None:
+        if token is None or self._principal is not None:
             return
         runtime = self.runtime
         try:

@@ -23,6 +23,7 @@ class WorkflowHandler(CozeHandler):
         return parse_id(body.get("workflow_id"), "workflow_id")
 
     async def start_run(self, body: dict[str, Any]) -> int:
+        await self.check_token()
         user = self.coze_user()
         # Coze ignores parameters the start node does not declare (its own examples send
         # some); the run's trace notes them
@@ -99,6 +100,7 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
     """Answer an interrupt and stream the run from there."""
 
     async def post(self) -> None:
+        await self.check_token()
         user = self.coze_user()
         body = self.json_body()
         resumed = await self.runtime.runs.resume(
