@@ -20,6 +20,7 @@ Every figure is min / median / max of 3 rounds, printed with the machine's load 
 (other work shares these two cores).
 
     python bench/hub.py [--sizes 1000,10000,100000] [--pg URL | --no-pg] [--users 50]
+    python bench/hub.py --skip-lists --skip-hub-users --baseline /tmp/base --runs 600
     python bench/hub.py --quick     # a smoke run: every part, small and once
 """
 
