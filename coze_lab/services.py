@@ -20,6 +20,7 @@ from coze_lab.core.plugins.importing import stop_readers
 from coze_lab.core.spaces import SpaceService
 from coze_lab.core.tokens import TokenService
 from coze_lab.store import Database
+from coze_lab.store.offload import Offload
 
 if TYPE_CHECKING:
     from coze_lab.core.chat import ChatService
@@ -60,7 +61,9 @@ class Runtime:
         self.signals = Signals(self.db)
         self.identity = IdentityService(self.db, clock=clock)
         self.spaces = SpaceService(self.db, clock=clock)
-        self.tokens = TokenService(self.db, clock=clock)
+        #: blocking database reads of request handlers, off the event loop (not on SQLite)
+        self.offload = Offload(self.db)
+        self.tokens = TokenService(self.db, clock=clock, signals=self.signals)
         self.files = FileStore(
             self.db, config.data_path / "files", max_bytes=config.max_upload_bytes, clock=clock
         )
@@ -351,7 +354,10 @@ class Runtime:
             from coze_lab.core.workflows.run_service import RunService
 
             self._runs = RunService(
-                self.workflows, lambda: self.engine, run_workspace=self._run_workspace
+                self.workflows,
+                lambda: self.engine,
+                run_workspace=self._run_workspace,
+                offload=self.offload,
             )
         return self._runs
 
@@ -557,4 +563,5 @@ class Runtime:
             await self._model_client.aclose()
         if self._sandbox is not None:
             await self._sandbox.close()
+        self.offload.close()
         self.db.dispose()

@@ -1,4 +1,15 @@
-"""Personal access tokens: random secrets, stored only as SHA-256, checked every request."""
+"""Personal access tokens: random secrets, stored only as SHA-256, checked every request.
+
+On PostgreSQL each replica keeps the tokens it checked in a small cache (:class:`TokenCache`,
+keyed by the token's hash), so a request with a known token needs no database round trip.
+The cached row is still checked on every request (expiry against the clock); a revoke
+commits a ``NOTIFY`` that drops the token from every replica's cache, and a token in use is
+read again from the database at least every ``LAST_USED_RESOLUTION`` (when its
+``last_used_at`` is written), which bounds what a lost ``NOTIFY`` can let through. The
+cache is used only while the replica's listener listens and is emptied when it listens
+again after losing its connection. Off PostgreSQL nothing is cached (see
+``docs/security.md``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +17,12 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, select, update
 
@@ -18,12 +32,19 @@ from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.models import PersonalAccessToken
 
+if TYPE_CHECKING:
+    from coze_lab.store.signals import Signals
+
 PREFIX = "pat_"
 SECRET_BYTES = 32
 SCOPES = frozenset({"chat", "workflow", "files", "bots", "knowledge"})
 CONNECTORS = frozenset({"1024", "999"})  # API, Web SDK
 MAX_DAYS = 3650
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+#: tokens a replica's cache holds (least recently used dropped first)
+CACHE_SIZE = 10_000
+#: the signal topic prefix of a revoked token (``token:<id>``)
+TOPIC = "token"
 _TOKEN_SHAPE = re.compile(r"^pat_[A-Za-z0-9_-]{43}$")
 _PAT = PersonalAccessToken.__table__
 #: built once: every authenticated request runs it
@@ -86,6 +107,72 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What a replica keeps of a valid token: enough to check it again without the row."""
+
+    principal: Principal
+    expires_at: datetime | None
+    #: the ``last_used_at`` stored (the row is read again when it is due to be written)
+    last_used_at: datetime
+
+
+class TokenCache:
+    """Valid tokens checked recently, by hash: a bounded, thread-safe LRU.
+
+    ``active()`` says whether it may be used now (PostgreSQL, listener listening). A token
+    dropped (revoked) or a cleared cache bumps the generation: a database read that began
+    before is not stored, so a row read just before a revoke cannot come back after it.
+
+    Example:
+        >>> cache = TokenCache(lambda: True)
+        >>> cache.generation
+        0
+    """
+
+    def __init__(self, active: Callable[[], bool], *, size: int = CACHE_SIZE) -> None:
+        self.active = active
+        self.size = size
+        self.generation = 0
+        self._rows: OrderedDict[str, _Checked] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, digest: str) -> _Checked | None:
+        if not self.active():
+            return None
+        with self._lock:
+            found = self._rows.get(digest)
+            if found is not None:
+                self._rows.move_to_end(digest)
+            return found
+
+    def put(self, digest: str, checked: _Checked, generation: int) -> None:
+        """Keep ``checked`` unless the cache changed since ``generation`` was read."""
+        with self._lock:
+            if generation != self.generation or not self.active():
+                return
+            self._rows[digest] = checked
+            self._rows.move_to_end(digest)
+            while len(self._rows) > self.size:
+                self._rows.popitem(last=False)
+
+    def drop(self, token_id: int) -> None:
+        """Forget the token ``token_id`` (revoked here or on another replica)."""
+        with self._lock:
+            self.generation += 1
+            for digest in [d for d, c in self._rows.items() if c.principal.token_id == token_id]:
+                del self._rows[digest]
+
+    def clear(self) -> None:
+        """Forget every token (revokes may have been missed)."""
+        with self._lock:
+            self.generation += 1
+            self._rows.clear()
+
+
 class TokenService:
     """Create, list, revoke and authenticate personal access tokens.
 
@@ -95,9 +182,17 @@ class TokenService:
         True
     """
 
-    def __init__(self, db: Database, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self, db: Database, *, clock: Clock = utcnow, signals: Signals | None = None
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._signals = signals
+        #: valid tokens by hash; used only while other replicas' revokes reach this one
+        self.cache = TokenCache(lambda: signals is not None and signals.listening)
+        if signals is not None:
+            signals.on(TOPIC, lambda token_id: self.cache.drop(int(token_id)))
+            signals.on_reconnect(self.cache.clear)
 
     def create(
         self,
@@ -150,20 +245,23 @@ class TokenService:
                 raise NotFound(f"token {token_id} does not exist")
             if row.revoked_at is None:
                 row.revoked_at = self._clock()
-            return _info(row)
+            if self._signals is not None:  # every replica's cache drops it with the commit
+                self._signals.notify(session.connection(), f"{TOPIC}:{token_id}")
+            info = _info(row)
+        self.cache.drop(token_id)
+        return info
 
     def authenticate(self, raw: str | None) -> Principal:
         """The principal behind ``raw``.
 
         Raises Unauthenticated when the token is missing, malformed, unknown, expired or revoked.
         """
-        if not raw:
-            raise Unauthenticated("missing personal access token")
-        if not _TOKEN_SHAPE.fullmatch(raw):
-            raise Unauthenticated("malformed personal access token")
-        digest = hash_token(raw)
+        digest = _digest(raw)
         now = self._clock()
-        table = _PAT
+        checked = self.cache.get(digest)
+        if checked is not None and not _touch_due(checked, now):
+            return _still_valid(checked, now)
+        generation = self.cache.generation
         with self._db.read() as conn:
             row = conn.execute(_BY_HASH, {"digest": digest}).first()
         if row is None or not hmac.compare_digest(row.token_hash, digest):
@@ -172,15 +270,57 @@ class TokenService:
             raise Unauthenticated("personal access token has been revoked")
         if row.expires_at is not None and row.expires_at <= now:
             raise Unauthenticated("personal access token has expired")
-        if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+        last_used = row.last_used_at
+        if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
+            table = _PAT
             with self._db.write() as conn:
                 conn.execute(update(table).where(table.c.id == row.id).values(last_used_at=now))
-        return Principal(
+            last_used = now
+        principal = Principal(
             user_id=row.user_id,
             token_id=row.id,
             scopes=None if row.scopes is None else frozenset(row.scopes),
             connector_id=row.connector_id,
         )
+        self.cache.put(digest, _Checked(principal, row.expires_at, last_used), generation)
+        return principal
+
+    async def authenticate_async(
+        self, raw: str | None, offload: Callable[..., Awaitable[Principal]]
+    ) -> Principal:
+        """:meth:`authenticate` for an event loop: a cached token is checked here, anything
+        that needs the database runs through ``offload`` (a thread on a server database)."""
+        digest = _digest(raw)
+        checked = self.cache.get(digest)
+        if checked is not None:
+            now = self._clock()
+            if not _touch_due(checked, now):
+                return _still_valid(checked, now)
+        return await offload(self.authenticate, raw)
+
+
+def _digest(raw: str | None) -> str:
+    if not raw:
+        raise Unauthenticated("missing personal access token")
+    if not _TOKEN_SHAPE.fullmatch(raw):
+        raise Unauthenticated("malformed personal access token")
+    return hash_token(raw)
+
+
+def _touch_due(checked: _Checked, now: datetime) -> bool:
+    """Whether ``last_used_at`` is due to be written (the row is then read again)."""
+    return now - checked.last_used_at >= LAST_USED_RESOLUTION
+
+
+def _still_valid(checked: _Checked, now: datetime) -> Principal:
+    if checked.expires_at is not None and checked.expires_at <= now:
+        raise Unauthenticated("personal access token has expired")
+    return checked.principal
+
+
+def is_token_shaped(raw: str) -> bool:
+    """Whether ``raw`` looks like a personal access token (no database involved)."""
+    return bool(_TOKEN_SHAPE.fullmatch(raw))
 
 
 def _valid_name(name: object) -> str:

@@ -248,6 +248,14 @@ class _SqliteWriter:
             self._discard()
         self._engine.dispose()
 
+#: connections the pool of a server database keeps open. A server's threads each hold one
+#: at a time: the workflow engine's writer threads (8), the request handlers' reader
+#: threads (``coze_lab.store.offload``, 4) and the event loop. A pool smaller than that
+#: closes the connections returned beyond its size and opens new ones when the threads want
+#: them again (on PostgreSQL a new backend process each time: about one per three runs
+#: of ``/v1/workflow/run`` with SQLAlchemy's default of 5)
+SERVER_POOL_SIZE = 16
+
 
 class Database:
     """Engine + session factory for one database URL.
@@ -278,6 +286,8 @@ class Database:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if self.url.database:
                 Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
+        if self.dialect != "sqlite":
+            kwargs["pool_size"] = SERVER_POOL_SIZE
         self.engine = create_engine(self.url, **kwargs)
         if self.dialect == "sqlite":
             _tune_sqlite(self.engine, self, load)

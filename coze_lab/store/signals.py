@@ -52,6 +52,13 @@ class Signals:
         #: the PostgreSQL backend of the listening connection (None while not listening)
         self.listener_pid: int | None = None
 
+    @property
+    def listening(self) -> bool:
+        """Whether topics sent by other replicas reach this process now: True on PostgreSQL
+        while the listener listens (never before it first does, nor while it reconnects);
+        always False elsewhere. A cache that other replicas invalidate is trusted only then."""
+        return self.shared and self._is_listening
+
     # ---- sending ------------------------------------------------------------------------
     def notify(self, connection: Connection, topic: str) -> None:
         """On PostgreSQL, send ``topic`` to every replica when the transaction of
@@ -87,7 +94,8 @@ class Signals:
 
     def on_reconnect(self, handler: Callable[[], None]) -> None:
         """Call ``handler()`` on the event loop each time the listener listens again after
-        losing its connection: topics sent meanwhile were lost, so look at the database."""
+        losing its connection: topics sent meanwhile were lost, so look at the database
+        (or drop what a cache kept). It runs before :attr:`listening` turns True again."""
         self._reconnected.append(handler)
 
     @contextlib.contextmanager
@@ -163,10 +171,10 @@ class Signals:
                     conninfo, autocommit=True
                 ) as connection:
                     await connection.execute(f"LISTEN {CHANNEL}")
+                    if listened:  # before ``listening`` says True: caches are cleared first
+                        self._resync()
                     self._is_listening = True
                     self.listener_pid = connection.info.backend_pid
-                    if listened:
-                        self._resync()
                     listened = True
                     async for notice in connection.notifies():
                         self._dispatch(notice.payload)

@@ -27,7 +27,7 @@ from coze_lab.core.errors import (
 from coze_lab.core.identity import UserInfo
 from coze_lab.core.ids import parse_id
 from coze_lab.core.json_input import parse_json
-from coze_lab.core.tokens import Principal
+from coze_lab.core.tokens import Principal, is_token_shaped
 from coze_lab.services import Runtime
 from coze_lab.web.envelope import error_body, ok, status_for
 
@@ -98,6 +98,8 @@ class CozeHandler(web.RequestHandler):
     SCOPE: str | None = None
 
     _principal: Principal | None = None
+    #: why the request's token was refused when :meth:`check_token` checked it
+    _refusal: Unauthenticated | None = None
     _coze_user: UserInfo | None = None
     _received: bytearray | None = None
     _body_limit = 0
@@ -131,6 +133,22 @@ class CozeHandler(web.RequestHandler):
         length = self.request.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > self._body_limit:
             raise self.too_large()
+
+    async def check_token(self) -> None:
+        """Check the request's personal access token now, so that its database read (a
+        token not cached, or any token off PostgreSQL) runs off the event loop; a handler
+        of a hot path awaits it first. The verdict is given where the handler asks for it
+        (:meth:`principal`), so errors keep their order. (Not in ``prepare``: a body that
+        streams in meanwhile would pile up unread, and a refusal mid-body then resets the
+        connection before the client reads the answer.)"""
+        token = self.bearer_pat()
+        if token is None or self._principal is not None:
+            return
+        runtime = self.runtime
+        try:
+            self._principal = await runtime.tokens.authenticate_async(token, runtime.offload)
+        except Unauthenticated as exc:
+            self._refusal = exc
 
     def too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"the request body exceeds {self._body_limit} bytes")
@@ -169,9 +187,17 @@ class CozeHandler(web.RequestHandler):
             raise Unauthenticated("Authorization header must be 'Bearer <personal access token>'")
         return value.strip()
 
+    def bearer_pat(self) -> str | None:
+        """The request's ``Bearer`` token when it has the shape of a personal access token."""
+        scheme, _, value = self.request.headers.get("Authorization", "").partition(" ")
+        value = value.strip()
+        return value if scheme.lower() == "bearer" and is_token_shaped(value) else None
+
     def principal(self) -> Principal:
         """The personal access token's principal; 401 when absent or invalid."""
         if self._principal is None:
+            if self._refusal is not None:
+                raise self._refusal
             self._principal = self.runtime.tokens.authenticate(self.bearer_token())
         return self._principal
 

@@ -33,7 +33,8 @@ class StandaloneBase(CozeHandler):
         user = await hub.user(self)
         if user is not None:
             self._hub_user = user
-            info = self.runtime.identity.ensure_user(user.name)
+            runtime = self.runtime
+            info = await runtime.offload(runtime.identity.ensure_user, user.name)
             self._principal = Principal(user_id=info.id, token_id=0, scopes=None, connector_id=None)
 
     def principal(self) -> Principal:

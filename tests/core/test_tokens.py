@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import asyncio
 import hmac
+import tempfile
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
+from coze_lab.config import CozeLab
 from coze_lab.core import tokens as pat_module
 from coze_lab.core.errors import (
     InvalidParameter,
@@ -15,7 +20,7 @@ from coze_lab.core.errors import (
 )
 from coze_lab.services import Runtime
 from coze_lab.store.models import PersonalAccessToken
-from tests.support import FakeClock
+from tests.support import FakeClock, pg_schema
 
 
 def test_created_token_authenticates_its_owner(runtime: Runtime) -> None:
@@ -170,3 +175,180 @@ def test_lookup_compares_in_constant_time(runtime: Runtime, monkeypatch) -> None
     monkeypatch.setattr(pat_module.hmac, "compare_digest", spy)
     runtime.tokens.authenticate(secret)
     assert calls == [(pat_module.hash_token(secret), pat_module.hash_token(secret))]
+
+
+# ---- the per-replica cache (PostgreSQL: revokes reach every replica with a NOTIFY) --------
+def _revoke_behind_its_back(runtime: Runtime, token_id: int) -> None:
+    """Mark the token revoked with SQL, as nothing in coze_lab does: no NOTIFY is sent."""
+    table = PersonalAccessToken.__table__
+    with runtime.db.write() as connection:
+        connection.execute(
+            update(table).where(table.c.id == token_id).values(revoked_at=func.now())
+        )
+
+
+def _on_postgresql(clock: FakeClock, go: Callable[[Runtime], Awaitable[None]]) -> None:
+    """``go(runtime)`` in an event loop where the runtime's listener listens."""
+    from tests.conftest import PG_URL
+
+    async def listening(runtime: Runtime) -> None:
+        runtime.signals.start()
+        await runtime.signals.ready()
+        try:
+            await go(runtime)
+        finally:
+            await runtime.signals.close()
+
+    with pg_schema(PG_URL, "tok_") as url, tempfile.TemporaryDirectory() as data:
+        runtime = Runtime(CozeLab(data_dir=data, database_url=url), clock=clock)
+        runtime.start()
+        try:
+            asyncio.run(listening(runtime))
+        finally:
+            runtime.db.dispose()
+
+
+@pytest.mark.postgresql
+def test_a_cached_token_is_still_checked_for_expiry_on_every_request(clock: FakeClock) -> None:
+    async def go(runtime: Runtime) -> None:
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(
+            alice.id, "short", expires_at=clock() + timedelta(seconds=30)
+        )
+        assert runtime.tokens.authenticate(secret).token_id == info.id
+        # served from the cache: a change made behind its back (no NOTIFY) is not read
+        _revoke_behind_its_back(runtime, info.id)
+        assert len(runtime.tokens.cache) == 1
+        principal = await runtime.tokens.authenticate_async(secret, runtime.offload)
+        assert principal.token_id == info.id
+        clock.advance(timedelta(seconds=29))
+        assert runtime.tokens.authenticate(secret).token_id == info.id
+        clock.advance(timedelta(seconds=1))  # the cached row says it expires now
+        with pytest.raises(Unauthenticated, match="expired"):
+            await runtime.tokens.authenticate_async(secret, runtime.offload)
+        with pytest.raises(Unauthenticated, match="expired"):
+            runtime.tokens.authenticate(secret)
+
+    _on_postgresql(clock, go)
+
+
+@pytest.mark.postgresql
+def test_a_token_in_use_is_read_again_when_its_last_use_is_written(clock: FakeClock) -> None:
+    """What bounds a lost NOTIFY: a cached token is checked against its row again within
+    LAST_USED_RESOLUTION of use."""
+
+    async def go(runtime: Runtime) -> None:
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(alice.id, "ci")
+        runtime.tokens.authenticate(secret)
+        _revoke_behind_its_back(runtime, info.id)
+        clock.advance(pat_module.LAST_USED_RESOLUTION - timedelta(seconds=1))
+        assert runtime.tokens.authenticate(secret).token_id == info.id
+        clock.advance(timedelta(seconds=1))
+        with pytest.raises(Unauthenticated, match="revoked"):
+            await runtime.tokens.authenticate_async(secret, runtime.offload)
+
+    _on_postgresql(clock, go)
+
+
+@pytest.mark.postgresql
+def test_a_revoke_sent_by_another_replica_empties_the_cache(clock: FakeClock) -> None:
+    """The revoke of another process (here the CLI's runtime, without a listener) reaches
+    this one's listener with the commit."""
+
+    async def go(runtime: Runtime) -> None:
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(alice.id, "ci")
+        runtime.tokens.authenticate(secret)
+        other = Runtime(runtime.config, clock=clock)  # another replica: its own connections
+        try:
+            with runtime.signals.waiting(f"token:{info.id}") as arrived:
+                await asyncio.to_thread(other.tokens.revoke, alice.id, info.id)
+                await asyncio.wait_for(arrived.wait(), 10)
+        finally:
+            other.db.dispose()
+        assert len(runtime.tokens.cache) == 0
+        with pytest.raises(Unauthenticated, match="revoked"):
+            await runtime.tokens.authenticate_async(secret, runtime.offload)
+
+    _on_postgresql(clock, go)
+
+
+@pytest.mark.postgresql
+def test_a_listener_that_reconnects_empties_the_cache_and_skips_it_meanwhile(
+    clock: FakeClock,
+) -> None:
+    """NOTIFYs sent while the listener was down are lost: nothing cached before is trusted."""
+
+    async def go(runtime: Runtime) -> None:
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(alice.id, "ci")
+        runtime.tokens.authenticate(secret)
+        assert len(runtime.tokens.cache) == 1
+        signals, pid = runtime.signals, runtime.signals.listener_pid
+        with runtime.db.write() as connection:
+            connection.execute(select(func.pg_terminate_backend(pid)))
+        while signals.listening:
+            await asyncio.sleep(0.01)
+        # down: a revoke sent now would be lost, so the cache is not used
+        _revoke_behind_its_back(runtime, info.id)
+        with pytest.raises(Unauthenticated, match="revoked"):
+            runtime.tokens.authenticate(secret)
+        await signals.ready()
+        assert signals.listener_pid != pid
+        assert len(runtime.tokens.cache) == 0
+
+    _on_postgresql(clock, go)
+
+
+def test_nothing_is_cached_without_a_channel_between_processes(runtime: Runtime) -> None:
+    """SQLite (which a Jupyter server and ``coze-lab serve`` may share) and MariaDB have no
+    NOTIFY: a revoke in another process must count at once, so every check reads the row.
+    On PostgreSQL the cache waits for a listener, which a runtime that serves nothing has
+    not."""
+    alice = runtime.identity.ensure_user("alice")
+    info, secret = runtime.tokens.create(alice.id, "ci")
+    runtime.tokens.authenticate(secret)
+    assert len(runtime.tokens.cache) == 0
+    _revoke_behind_its_back(runtime, info.id)
+    with pytest.raises(Unauthenticated, match="revoked"):
+        runtime.tokens.authenticate(secret)
+
+
+def _checked(token_id: int) -> Any:
+    principal = pat_module.Principal(user_id=1, token_id=token_id, scopes=None, connector_id=None)
+    return pat_module._Checked(principal, None, FakeClock()())
+
+
+def test_the_cache_is_bounded_and_drops_the_least_recently_used() -> None:
+    cache = pat_module.TokenCache(lambda: True, size=2)
+    for n in (1, 2):
+        cache.put(f"h{n}", _checked(n), cache.generation)
+    assert cache.get("h1") is not None  # h2 is now the least recently used
+    cache.put("h3", _checked(3), cache.generation)
+    assert len(cache) == 2 and cache.get("h2") is None
+    assert cache.get("h1") is not None and cache.get("h3") is not None
+
+
+def test_a_row_read_before_a_revoke_is_not_cached_after_it() -> None:
+    """A check that read the row, then a revoke (dropped from the cache), then the check
+    storing what it read: the stale row must not come back."""
+    cache = pat_module.TokenCache(lambda: True)
+    generation = cache.generation  # the check begins its read
+    cache.drop(7)  # the revoke arrives meanwhile
+    cache.put("h7", _checked(7), generation)
+    assert cache.get("h7") is None and len(cache) == 0
+    cache.put("h7", _checked(7), cache.generation)
+    cache.clear()
+    assert cache.get("h7") is None
+
+
+def test_an_inactive_cache_is_neither_read_nor_filled() -> None:
+    active = [True]
+    cache = pat_module.TokenCache(lambda: active[0])
+    cache.put("h1", _checked(1), cache.generation)
+    active[0] = False
+    assert cache.get("h1") is None
+    cache.put("h2", _checked(2), cache.generation)
+    active[0] = True
+    assert cache.get("h2") is None and cache.get("h1") is not None

@@ -390,3 +390,69 @@ def test_a_killed_mid_chat_and_mid_run_b_fails_the_chat_and_finishes_the_run(
         assert info["status"] == "succeeded", info
     finally:
         pair.stop()
+
+
+# ---- per-replica caches: a revoke or a removal counts on every replica at once -----------
+echo = cl.Workflow("echo", description="No model: the topic back")
+echo.inputs(topic=str)
+echo.end(said="{{start.topic}}")
+
+
+def run_on(server: ServerProcess, token: str, workflow_id: str) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/workflow/run",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"workflow_id": workflow_id, "parameters": {"topic": "rivers"}},
+        timeout=30,
+    )
+
+
+def test_a_token_revoked_through_a_is_refused_by_b_on_its_next_request(
+    replicas: Replicas,
+) -> None:
+    """B keeps the tokens it checked in a cache: A's revoke reaches it with the commit's
+    NOTIFY, before A answers."""
+    workflow_id = replicas.workflow(echo)
+    made = httpx.post(
+        f"{replicas.a.url}/coze_lab/api/tokens", headers=replicas.headers(), json={"name": "ci"}
+    ).json()["data"]
+    for _ in range(3):  # checked once, then from B's cache
+        ran = run_on(replicas.b, made["token"], workflow_id)
+        assert ran.json()["code"] == 0, ran.text
+    revoked = httpx.delete(
+        f"{replicas.a.url}/coze_lab/api/tokens/{made['id']}", headers=replicas.headers()
+    )
+    assert revoked.json()["data"]["status"] == "revoked", revoked.text
+    refused = run_on(replicas.b, made["token"], workflow_id)
+    assert refused.status_code == 401 and "revoked" in refused.json()["msg"], refused.text
+    # the replica's other tokens still work from its cache
+    assert run_on(replicas.b, replicas.token, workflow_id).json()["code"] == 0
+
+
+def test_a_member_removed_through_a_is_refused_by_b_on_their_next_request(
+    replicas: Replicas,
+) -> None:
+    """Membership is never cached: bob's token is (on B), his access to the space is not."""
+    runtime = Runtime(
+        CozeLab(data_dir=str(replicas.tmp_path / "a"), database_url=replicas.database)
+    )
+    try:
+        bob = runtime.identity.ensure_user("bob")
+        team = runtime.spaces.create(replicas.user.id, "team")
+        runtime.spaces.add_member(replicas.user.id, team.id, "bob", "member")
+        workflow = runtime.workflows.save(replicas.user.id, echo.to_json(), space_id=team.id)
+        runtime.workflows.publish(replicas.user.id, workflow.id)
+    finally:
+        runtime.db.dispose()
+    for _ in range(2):
+        ran = run_on(replicas.b, replicas.bob_token, str(workflow.id))
+        assert ran.json()["code"] == 0, ran.text
+    removed = httpx.request(
+        "DELETE",
+        f"{replicas.a.url}/v1/workspaces/{team.id}/members",
+        headers=replicas.headers(),
+        json={"user_ids": [str(bob.id)]},
+    )
+    assert removed.json()["data"]["removed_success_user_ids"] == [str(bob.id)], removed.text
+    refused = run_on(replicas.b, replicas.bob_token, str(workflow.id))
+    assert refused.status_code == 404, refused.text

@@ -22,6 +22,7 @@ from coze_lab.core.workflows.nodes.plugin import AUTHORIZATION
 from coze_lab.core.workflows.run_store import InterruptGone, InterruptInfo, NodeWrite, RunInfo
 from coze_lab.core.workflows.service import WorkflowService
 from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
+from coze_lab.store.offload import Offload
 
 log = logging.getLogger("coze_lab.workflows")
 
@@ -55,9 +56,13 @@ class RunService:
         *,
         run_workspace: Callable[[int, int | None, Sequence[int]], Callable[[int], RunWorkspace]]
         | None = None,
+        offload: Offload | None = None,
     ) -> None:
         self._workflows = workflows
         self._engine = engine
+        #: where the reads a start needs run: a thread on a server database (a round trip
+        #: on the event loop would hold up every other request), inline on SQLite
+        self._offload = offload or Offload()
         #: (owner id, workflow id, file ids for input/) → what makes the workspace of a run
         #: that asks for one from its id
         self._run_workspace = run_workspace
@@ -113,8 +118,8 @@ class RunService:
         if spec is None:
             if workflow_id is None:
                 raise InvalidParameter("give a workflow_id or a definition")
-            spec, version = self._workflows.runnable(
-                owner_id, workflow_id, draft=draft, version=at_version
+            spec, version = await self._offload(
+                self._workflows.runnable, owner_id, workflow_id, draft=draft, version=at_version
             )
         return await self.engine.start(
             owner_id,

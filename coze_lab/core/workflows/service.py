@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import bindparam, exists, func, select
 from sqlalchemy.exc import IntegrityError
 
 from coze_lab.core.clock import Clock, utcnow
@@ -23,6 +24,22 @@ from coze_lab.store.models import User, WorkflowRecord, WorkflowVersion
 VERSION_CACHE = 1024
 #: Coze's ``publish_status`` filter of the workflow and version lists
 PUBLISH_STATUSES = ("all", "published_online", "unpublished_draft")
+
+
+#: the newest published version of a workflow the user may run (its space is one of theirs),
+#: built once: every published run reads it
+_PUBLISHED = (
+    select(WorkflowVersion.id, WorkflowVersion.version)
+    .join(WorkflowRecord, WorkflowRecord.id == WorkflowVersion.workflow_id)
+    .where(
+        WorkflowVersion.workflow_id == bindparam("workflow_id"),
+        visible(WorkflowRecord.space_id, bindparam("user_id")),
+    )
+    .order_by(WorkflowVersion.version.desc())
+    .limit(1)
+)
+#: the same, for one published version number
+_PUBLISHED_AT = _PUBLISHED.where(WorkflowVersion.version == bindparam("version"))
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,7 @@ class WorkflowService:
         self._clock = clock
         self.limits = limits or Limits()
         self._versions: dict[int, WorkflowSpec] = {}  # version row id → parsed definition
+        self._versions_lock = threading.Lock()  # runnable() runs in reader threads too
 
     def save(
         self, owner_id: int, definition: dict[str, Any], *, space_id: int | None = None
@@ -243,19 +261,15 @@ class WorkflowService:
             with self._db.reading() as session:
                 row = self._visible(session, owner_id, workflow_id)
                 return WorkflowSpec.from_dict(row.draft), None
-        # the hot path of every published run: one indexed read, a parsed spec from the cache
+        # the hot path of every published run: one indexed read, a parsed spec from the cache.
+        # The read stays: it checks that the caller is still a member of the workflow's space
+        # (a removal counts from the next request) and finds the newest published version;
+        # only a version's definition, which never changes once published, is cached.
         with self._db.read() as conn:
-            query = (
-                select(WorkflowVersion.id, WorkflowVersion.version)
-                .join(WorkflowRecord, WorkflowRecord.id == WorkflowVersion.workflow_id)
-                .where(
-                    WorkflowVersion.workflow_id == workflow_id,
-                    visible(WorkflowRecord.space_id, owner_id),
-                )
-            )
-            if version is not None:
-                query = query.where(WorkflowVersion.version == version)
-            found = conn.execute(query.order_by(WorkflowVersion.version.desc()).limit(1)).first()
+            found = conn.execute(
+                _PUBLISHED if version is None else _PUBLISHED_AT,
+                {"workflow_id": workflow_id, "user_id": owner_id, "version": version},
+            ).first()
             if found is None:
                 with self._db.reading() as session:
                     self._visible(session, owner_id, workflow_id)  # NotFound if not theirs
@@ -269,9 +283,10 @@ class WorkflowService:
                         select(WorkflowVersion.definition).where(WorkflowVersion.id == found.id)
                     )
                 )
-                if len(self._versions) >= VERSION_CACHE:
-                    self._versions.pop(next(iter(self._versions)))
-                self._versions[found.id] = spec
+                with self._versions_lock:
+                    while len(self._versions) >= VERSION_CACHE:
+                        self._versions.pop(next(iter(self._versions)))
+                    self._versions[found.id] = spec
             return spec, found.version
 
     def _visible(self, session: Any, user_id: int, workflow_id: int) -> WorkflowRecord:

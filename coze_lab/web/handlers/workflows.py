@@ -23,6 +23,7 @@ class WorkflowHandler(CozeHandler):
         return parse_id(body.get("workflow_id"), "workflow_id")
 
     async def start_run(self, body: dict[str, Any]) -> int:
+        await self.check_token()
         user = self.coze_user()
         # Coze ignores parameters the start node does not declare (its own examples send
         # some); the run's trace notes them
@@ -34,8 +35,12 @@ class WorkflowHandler(CozeHandler):
         context = None
         if target is not None:  # ``bot_id``: whose variables the run reads and writes
             bot_id, uid = target
-            context = self.runtime.variables.bot_context(
-                user.id, bot_id, self.connector(), uid or str(user.id)
+            context = await self.runtime.offload(
+                self.runtime.variables.bot_context,
+                user.id,
+                bot_id,
+                self.connector(),
+                uid or str(user.id),
             )
         return await self.runtime.runs.start(
             user.id,
@@ -77,7 +82,7 @@ class WorkflowRunHandler(WorkflowHandler):
         if info.status in ("failed", "canceled"):
             raise RunFailed((info.error or {}).get("msg", f"the workflow {info.status}"))
         pending = (
-            self.runtime.runs.pending(info.owner_id, info.id)
+            await self.runtime.offload(self.runtime.runs.pending, info.owner_id, info.id)
             if info.status == "interrupted"
             else []
         )
@@ -95,6 +100,7 @@ class WorkflowStreamResumeHandler(WorkflowHandler):
     """Answer an interrupt and stream the run from there."""
 
     async def post(self) -> None:
+        await self.check_token()
         user = self.coze_user()
         body = self.json_body()
         resumed = await self.runtime.runs.resume(
