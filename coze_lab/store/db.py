@@ -248,6 +248,7 @@ class _SqliteWriter:
             self._discard()
         self._engine.dispose()
 
+
 #: connections the pool of a server database keeps open. A server's threads each hold one
 #: at a time: the workflow engine's writer threads (8), the request handlers' reader
 #: threads (``coze_lab.store.offload``, 4) and the event loop. A pool smaller than that
