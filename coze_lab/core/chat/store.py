@@ -22,7 +22,7 @@ from coze_lab.core.conversations import (
 from coze_lab.core.errors import CozeLabError, NotFound
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
-from coze_lab.store.models import Chat, ChatEventBatch
+from coze_lab.store.models import Chat, ChatEventBatch, Message
 from coze_lab.store.signals import Signals
 
 ACTIVE = ("created", "in_progress", "requires_action")
@@ -304,6 +304,14 @@ class ChatStore:
                 raise NotCancelable(
                     f"chat {chat_id} cannot be canceled: it is {row.status if row else 'gone'}"
                 )
+            # the answer kept so far is the canceled chat's answer from now on; the replica
+            # running the chat rewrites it with the last streamed text when it stops
+            for message in session.scalars(
+                select(Message).where(Message.chat_id == chat_id, Message.type == "answer")
+            ):
+                meta = dict(message.meta_data or {})
+                if meta.pop("partial", None) == "true":
+                    message.meta_data = {**meta, "canceled": "true"}
             # the replica running it stops it at once (a NOTIFY sent with this commit)
             self.signals.notify(session.connection(), f"cancel-chat:{chat_id}")
             return _info(row)

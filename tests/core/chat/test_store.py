@@ -3,6 +3,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from coze_lab.core.chat.store import ChatStore
+from coze_lab.core.clock import utcnow
+from coze_lab.core.conversations import MessageInfo
+from coze_lab.core.ids import new_id
 from coze_lab.services import Runtime
 from coze_lab.web.requests import parse_bot_edit
 from tests.support import FakeClock
@@ -41,3 +44,30 @@ def test_a_cancel_wins_over_a_late_finish(runtime: Runtime) -> None:
     assert store.finish(chat.id, "completed", usage={"token_count": 1}) is None
     assert store.status(chat.id) == "canceled"
     assert store.resume(chat.id) is None
+
+
+def test_a_cancel_marks_the_answer_kept_so_far_canceled(runtime: Runtime) -> None:
+    store = runtime.chat_store
+    chat = _chat(runtime, store)
+    now = utcnow()
+    partial = MessageInfo(
+        id=new_id(),
+        conversation_id=chat.conversation_id,
+        section_id=chat.section_id,
+        chat_id=chat.id,
+        bot_id=chat.bot_id,
+        role="assistant",
+        type="answer",
+        content="Half an ans",
+        content_type="text",
+        meta_data={"partial": "true"},
+        created_at=now,
+        updated_at=now,
+    )
+    assert store.save_partial(chat.id, chat.owner_id, partial)
+    store.cancel(chat.id)
+    (kept,) = store.messages(chat.id)
+    assert kept.content == "Half an ans" and kept.meta_data == {"canceled": "true"}
+    # the replica running the chat finds it ended and writes nothing more
+    assert not store.save_partial(chat.id, chat.owner_id, partial)
+    assert store.messages(chat.id)[0].meta_data == {"canceled": "true"}
