@@ -104,7 +104,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 connection.writer.write(head)
                 if trace is not None:
                     await trace("http11.receive_response_headers.started", {})
-                status, reason, headers, raw = await _read_head(
+                status, reason, headers, raw, old = await _read_head(
                     connection.reader, timeouts.get("read"), request, first=reused
                 )
             except _Unanswered:
@@ -118,6 +118,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 connection.close()
                 raise
             body = _Body(self, connection, request, headers, status, timeouts.get("read"))
+            if old and dict(headers).get(b"connection", b"").lower() != b"keep-alive":
+                body.keep = False  # HTTP/1.0 closes unless asked to keep the connection
             return httpx.Response(
                 status,
                 headers=raw,
@@ -200,9 +202,9 @@ def _head(request: httpx.Request, body: bytes) -> bytes:
 
 async def _read_head(
     reader: asyncio.StreamReader, seconds: float | None, request: httpx.Request, *, first: bool
-) -> tuple[int, bytes, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
-    """Status, reason phrase, headers (names lower-cased) and headers as sent; a ``100
-    Continue`` or other informational answer is skipped."""
+) -> tuple[int, bytes, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], bool]:
+    """Status, reason phrase, headers (names lower-cased), headers as sent and whether the
+    answer is HTTP/1.0; a ``100 Continue`` or other informational answer is skipped."""
     while True:
         try:
             block = await _within(reader.readuntil(b"\r\n\r\n"), seconds)
@@ -239,7 +241,7 @@ async def _read_head(
             first = False
             continue
         headers = [(name.lower(), value) for name, value in raw]
-        return status, reason, headers, raw
+        return status, reason, headers, raw, version == b"HTTP/1.0"
 
 
 class _Body(httpx.AsyncByteStream):
@@ -261,7 +263,7 @@ class _Body(httpx.AsyncByteStream):
         self._seconds = seconds
         self._done = False
         values = dict(headers)
-        self._keep = values.get(b"connection", b"").lower() != b"close"
+        self.keep = values.get(b"connection", b"").lower() != b"close"
         encoding = values.get(b"transfer-encoding", b"").lower()
         length = values.get(b"content-length")
         self._chunked = b"chunked" in encoding
@@ -273,7 +275,7 @@ class _Body(httpx.AsyncByteStream):
                 raise httpx.RemoteProtocolError("malformed Content-Length", request=request)
             self._length = int(length)
         elif not self._chunked:
-            self._keep = False  # the body ends with the connection
+            self.keep = False  # the body ends with the connection
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         connection = self._connection
@@ -344,7 +346,7 @@ class _Body(httpx.AsyncByteStream):
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._done and self._keep:
+        if self._done and self.keep:
             self._transport.release(connection)
         else:
             connection.close()

@@ -171,3 +171,17 @@ async def test_timeouts_and_refusals_are_httpx_errors() -> None:
     async with httpx.AsyncClient(transport=LeanTransport()) as http:
         with pytest.raises(httpx.ConnectError):
             await http.get(f"http://127.0.0.1:{port}")
+
+
+async def test_an_http_1_0_answer_is_not_kept_unless_asked() -> None:
+    replies = {
+        1: b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        2: b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok",
+    }
+    async with (
+        raw_server(lambda n, _: replies.get(n, plain(b"ok"))) as (url, served),
+        httpx.AsyncClient(transport=LeanTransport()) as http,
+    ):
+        for _ in range(3):
+            assert (await http.get(url)).content == b"ok"
+    assert served == [1, 2]
