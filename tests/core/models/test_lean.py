@@ -5,8 +5,12 @@ test runs it against the local model server too: it is the client's default tran
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,7 +23,9 @@ CLOSE = b"<close>"
 
 
 @asynccontextmanager
-async def raw_server(answer: Answer) -> AsyncIterator[tuple[str, list[int]]]:
+async def raw_server(
+    answer: Answer, tls: ssl.SSLContext | None = None
+) -> AsyncIterator[tuple[str, list[int]]]:
     """A server that reads each request (head and Content-Length body) and writes
     ``answer(n, request)``, closing the connection on ``None``; yields its URL and the
     number of requests each connection carried."""
@@ -52,10 +58,10 @@ async def raw_server(answer: Answer) -> AsyncIterator[tuple[str, list[int]]]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
     port = server.sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", served
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}", served
     finally:
         server.close()
 
@@ -185,3 +191,57 @@ async def test_an_http_1_0_answer_is_not_kept_unless_asked() -> None:
         for _ in range(3):
             assert (await http.get(url)).content == b"ok"
     assert served == [1, 2]
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key: (certificate, key) files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+async def test_tls_checks_the_certificate_as_httpx_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert_file, key_file = self_signed(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert_file, key_file)
+    async with raw_server(lambda n, _: plain(b"secret"), tls) as (url, served):
+        async with httpx.AsyncClient(transport=LeanTransport()) as http:
+            with pytest.raises(httpx.ConnectError):  # not trusted: not in the CA bundle
+                await http.get(url)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # trusted, as httpx reads it
+        async with httpx.AsyncClient(transport=LeanTransport()) as http:
+            assert (await http.get(url)).content == b"secret"
+            assert (await http.get(url)).content == b"secret"
+    assert served[-1] == 2
