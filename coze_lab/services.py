@@ -564,4 +564,5 @@ class Runtime:
         if self._sandbox is not None:
             await self._sandbox.close()
         self.offload.close()
+        self.tokens.close()
         self.db.dispose()

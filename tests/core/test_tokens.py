@@ -352,3 +352,62 @@ def test_an_inactive_cache_is_neither_read_nor_filled() -> None:
     cache.put("h2", _checked(2), cache.generation)
     active[0] = True
     assert cache.get("h2") is None and cache.get("h1") is not None
+
+
+def test_on_an_sqlite_file_the_check_reads_on_its_own_connection_and_sees_other_processes(
+    tmp_path: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's read runs on the token service's own connection (no pooled read), and a
+    revoke committed through another database handle on the same file (another process, as
+    the Jupyter extension beside ``coze-lab serve``) counts at the next check."""
+    from coze_lab.store import Database, sqlite_url
+
+    url = sqlite_url(tmp_path / "shared.db")
+    runtime = Runtime(CozeLab(data_dir=str(tmp_path / "data"), database_url=url), clock=clock)
+    runtime.start()
+    other = Database(url)
+    try:
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(alice.id, "ci", expires_in_days=1)
+
+        def no_pooled_read() -> Any:
+            raise AssertionError("a pooled read")
+
+        runtime.tokens.authenticate(secret)  # writes last_used_at: a pooled write
+        monkeypatch.setattr(runtime.db, "read", no_pooled_read)
+        assert runtime.tokens.authenticate(secret).token_id == info.id
+        table = PersonalAccessToken.__table__
+        with other.write() as connection:
+            connection.execute(
+                update(table).where(table.c.id == info.id).values(revoked_at=clock())
+            )
+        with pytest.raises(Unauthenticated, match="revoked"):
+            runtime.tokens.authenticate(secret)
+    finally:
+        other.dispose()
+        runtime.tokens.close()
+        runtime.db.dispose()
+
+
+def test_a_failing_sqlite_reader_is_answered_by_a_pooled_read(
+    tmp_path: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coze_lab.store import sqlite_url
+
+    url = sqlite_url(tmp_path / "db.sqlite")
+    runtime = Runtime(CozeLab(data_dir=str(tmp_path / "data"), database_url=url), clock=clock)
+    runtime.start()
+    try:
+        reader = runtime.tokens._reader
+        assert reader is not None
+        alice = runtime.identity.ensure_user("alice")
+        info, secret = runtime.tokens.create(alice.id, "ci")
+
+        def broken(*_: Any) -> Any:
+            raise OSError("disk I/O error")
+
+        monkeypatch.setattr(reader, "_open", broken)
+        assert runtime.tokens.authenticate(secret).token_id == info.id
+    finally:
+        runtime.tokens.close()
+        runtime.db.dispose()

@@ -176,7 +176,10 @@ class AgentRun:
             with on_request_sent(self.requested.set):
                 await self._rounds()
         except (_Canceled, asyncio.CancelledError):
-            await self._stop(keeper)
+            # a second cancel may land while the keeper is stopped (the keeper's own write
+            # found the chat canceled and stops it too): what was said is kept all the same
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stop(keeper)
             self._canceled()
         except CozeLabError as exc:
             await self._stop(keeper)

@@ -105,6 +105,52 @@ def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: M
     assert stored == "canceled"
 
 
+def test_a_second_cancel_while_the_keeper_stops_keeps_the_partial_answer(
+    agent_host: InProcessHost, model_env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel arrives (the signal) and a second one lands while the chat stops its keeper
+    (the keeper's own write found the chat canceled): the answer so far is still kept as
+    canceled, not left as a partial row or lost."""
+    stop = agent_module.AgentRun._stop
+    interrupted: list[bool] = []
+
+    async def stop_cancelled_again(self, keeper):  # type: ignore[no-untyped-def]
+        if not interrupted:
+            interrupted.append(True)
+            asyncio.current_task().cancel()  # type: ignore[union-attr]
+            await asyncio.sleep(0)
+        await stop(self, keeper)
+
+    monkeypatch.setattr(agent_module.AgentRun, "_stop", stop_cancelled_again)
+    bot_id = make_bot(agent_host)
+    model_env.chunk_delay = 0.05
+    model_env.script([TextReply(" ".join(f"w{i}" for i in range(100)))])
+
+    async def go():
+        request = parse_chat_request(
+            {
+                "bot_id": str(bot_id),
+                "stream": True,
+                "additional_messages": [{"role": "user", "content": "long"}],
+            }
+        )
+        chats = agent_host.runtime.chats
+        handle = await chats.start(agent_host.user.id, connectors.PLAYGROUND, request)
+        seen = []
+        async for event in handle.channel.follow():
+            seen.append(event)
+            if event.event == "conversation.message.delta" and len(seen) == 5:
+                await chats.cancel(agent_host.user.id, connectors.PLAYGROUND, None, handle.chat.id)
+        return seen, handle.chat
+
+    seen, chat_info = agent_host.call(go(), timeout=30)
+    assert interrupted and seen[-1].event == "done"
+    messages = agent_host.runtime.chat_store.messages(chat_info.id)
+    assert len(messages) == 1 and messages[0].meta_data == {"canceled": "true"}
+    assert messages[0].content.startswith("w0 w1")
+    assert agent_host.runtime.chat_store.status(chat_info.id) == "canceled"
+
+
 def test_a_cancel_whose_signal_was_lost_stops_the_chat_at_its_next_write(
     agent_host: InProcessHost, model_env: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
