@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -31,6 +32,10 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2
 BACKENDS = ("httpx", "openai")
 BACKEND_ENV = "COZE_LAB_MODEL_CLIENT"
+#: ``lean`` (the default: :class:`~coze_lab.core.models.lean.LeanTransport`) or ``httpcore``
+#: (httpx's own transport, for a provider or network the lean transport does not suit)
+TRANSPORT_ENV = "COZE_LAB_MODEL_TRANSPORT"
+TRANSPORTS = ("lean", "httpcore")
 
 #: what the current task calls once its model request is out (see :func:`on_request_sent`)
 _ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("coze_lab_on_sent", default=None)
@@ -120,6 +125,8 @@ class ModelClient:
     ``backend``: ``"httpx"`` (the default: the lean path) or ``"openai"`` (the official SDK);
     unset, the ``COZE_LAB_MODEL_CLIENT`` environment variable decides. Another value raises
     ``ModelNotConfigured``, so a mistyped variable fails each chat with a clear message.
+    ``COZE_LAB_MODEL_TRANSPORT`` picks what carries the requests: ``lean`` (the default, one
+    write per request on a kept-alive connection) or ``httpcore`` (httpx's own transport).
 
     Example:
         >>> async def demo(spec):  # doctest: +SKIP
@@ -145,6 +152,19 @@ class ModelClient:
                 f"{BACKEND_ENV}), not {backend!r}"
             )
         self.backend = backend
+        if transport is None:
+            kind = (os.environ if environ is None else environ).get(TRANSPORT_ENV) or "lean"
+            if kind not in TRANSPORTS:
+                raise ModelNotConfigured(
+                    f"{TRANSPORT_ENV} must be 'lean' or 'httpcore', not {kind!r}"
+                )
+            if kind == "httpcore":
+                # no Nagle: on a kept-alive connection the request body would otherwise wait
+                # for the provider's delayed ACK (~40 ms before every first token)
+                transport = httpx.AsyncHTTPTransport(
+                    limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                )
         self._transport = transport
         self._timeout = timeout
         self._max_retries = max_retries

@@ -11,6 +11,7 @@ import time
 from contextlib import aclosing
 from dataclasses import replace
 
+import httpx
 import pytest
 
 from coze_lab.core.models import (
@@ -450,6 +451,23 @@ def test_backend_comes_from_the_environment_and_is_checked() -> None:
         ModelClient(backend="requests")
     with pytest.raises(ModelNotConfigured, match=r"COZE_LAB_MODEL_CLIENT.*'sdk'"):
         ModelClient(environ={"COZE_LAB_MODEL_CLIENT": "sdk"})
+
+
+@pytest.mark.asyncio
+async def test_httpx_own_transport_when_the_environment_asks(
+    server: ModelServer, backend: str
+) -> None:
+    env = {"COZE_LAB_MODEL_TRANSPORT": "httpcore"}
+    server.script(["Paris.", "Lyon."])
+    async with ModelClient(max_retries=0, environ=env, backend=backend) as client:
+        assert isinstance(client._transport, httpx.AsyncHTTPTransport)
+        done = await client.complete(server.spec(), USER)
+        chunks = await collect(client, server.spec(), USER)
+    assert done.content == "Paris."
+    assert "".join(c.content_delta for c in chunks) == "Lyon."
+    assert ModelClient(environ={})._transport is None  # the lean transport, made on first use
+    with pytest.raises(ModelNotConfigured, match=r"COZE_LAB_MODEL_TRANSPORT.*'curl'"):
+        ModelClient(environ={"COZE_LAB_MODEL_TRANSPORT": "curl"})
 
 
 def test_the_sdk_is_not_imported_until_chosen() -> None:
