@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -71,10 +72,9 @@ def test_model_failure_fails_the_chat_with_the_reason(agent_host: InProcessHost,
     assert events[-1].event == "done"
 
 
-def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: ModelServer) -> None:
-    bot_id = make_bot(agent_host)
-    model_env.chunk_delay = 0.05
-    model_env.script([TextReply(" ".join(f"w{i}" for i in range(100)))])
+def cancel_after_five_events(agent_host: InProcessHost, bot_id: int) -> tuple[list, Any]:
+    """A streamed chat canceled once it has sent five events (the fifth a delta): the
+    events it sent, and the chat."""
 
     async def go():
         request = parse_chat_request(
@@ -94,7 +94,15 @@ def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: M
         await asyncio.sleep(0)
         return seen, handle.chat
 
-    seen, chat_info = agent_host.call(go(), timeout=30)
+    return agent_host.call(go(), timeout=30)
+
+
+def test_cancel_keeps_the_partial_answer(agent_host: InProcessHost, model_env: ModelServer) -> None:
+    bot_id = make_bot(agent_host)
+    model_env.chunk_delay = 0.05
+    model_env.script([TextReply(" ".join(f"w{i}" for i in range(100)))])
+
+    seen, chat_info = cancel_after_five_events(agent_host, bot_id)
     assert seen[-1].event == "done"
     assert not any(e.event == "conversation.chat.completed" for e in seen)
     assert model_env.wait_for("disconnects", 1)
@@ -126,24 +134,7 @@ def test_a_second_cancel_while_the_keeper_stops_keeps_the_partial_answer(
     model_env.chunk_delay = 0.05
     model_env.script([TextReply(" ".join(f"w{i}" for i in range(100)))])
 
-    async def go():
-        request = parse_chat_request(
-            {
-                "bot_id": str(bot_id),
-                "stream": True,
-                "additional_messages": [{"role": "user", "content": "long"}],
-            }
-        )
-        chats = agent_host.runtime.chats
-        handle = await chats.start(agent_host.user.id, connectors.PLAYGROUND, request)
-        seen = []
-        async for event in handle.channel.follow():
-            seen.append(event)
-            if event.event == "conversation.message.delta" and len(seen) == 5:
-                await chats.cancel(agent_host.user.id, connectors.PLAYGROUND, None, handle.chat.id)
-        return seen, handle.chat
-
-    seen, chat_info = agent_host.call(go(), timeout=30)
+    seen, chat_info = cancel_after_five_events(agent_host, bot_id)
     assert interrupted and seen[-1].event == "done"
     messages = agent_host.runtime.chat_store.messages(chat_info.id)
     assert len(messages) == 1 and messages[0].meta_data == {"canceled": "true"}
