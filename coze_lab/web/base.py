@@ -189,9 +189,11 @@ class CozeHandler(web.RequestHandler):
 
     def bearer_pat(self) -> str | None:
         """The request's ``Bearer`` token when it has the shape of a personal access token."""
-        scheme, _, value = self.request.headers.get("Authorization", "").partition(" ")
-        value = value.strip()
-        return value if scheme.lower() == "bearer" and is_token_shaped(value) else None
+        try:
+            token = self.bearer_token()
+        except Unauthenticated:  # refused where the handler asks for its principal
+            return None
+        return token if token is not None and is_token_shaped(token) else None
 
     def principal(self) -> Principal:
         """The personal access token's principal; 401 when absent or invalid."""
