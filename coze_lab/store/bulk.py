@@ -155,7 +155,7 @@ class Prepared:
         if not params:
             return
         if len(params) == 1:
-            driver.execute(compiled.sql, params[0]).close()
+            driver.send(compiled.sql, params[0])
         else:
             driver.executemany(compiled.sql, params)
 

@@ -150,20 +150,40 @@ class DriverConnection:
     is, where there is one (not on the long-lived SQLite writer).
     """
 
-    def __init__(self, driver: Any, dialect: Any, connection: Connection | None = None) -> None:
+    def __init__(
+        self,
+        driver: Any,
+        dialect: Any,
+        connection: Connection | None = None,
+        *,
+        pipeline: Any = None,
+    ) -> None:
         self.driver = driver
         self.dialect = dialect
         self.connection = connection
+        #: psycopg's pipeline when statements are sent without waiting for each answer
+        #: (a group commit's): ``execute`` waits for its own, ``send`` for none
+        self.pipeline = pipeline
 
     def execute(self, statement: str, parameters: Any = ()) -> Any:
-        """Run one statement; return the DBAPI cursor (its ``rowcount``)."""
+        """Run one statement; return the DBAPI cursor (its ``rowcount``, its rows)."""
         cursor = self.driver.cursor()
         try:
             cursor.execute(statement, parameters)
+            if self.pipeline is not None:
+                self.pipeline.sync()
         except self.dialect.loaded_dbapi.Error as error:
             cursor.close()
             raise _wrapped(statement, parameters, error, self.dialect) from error
         return cursor
+
+    def send(self, statement: str, parameters: Any = ()) -> None:
+        """Run one statement whose answer nobody reads (in a pipeline, not awaited: an
+        error surfaces when the pipeline is synced, and rolls the transaction back)."""
+        if self.pipeline is None:
+            self.execute(statement, parameters).close()
+        else:
+            self.executemany(statement, [parameters])
 
     def executemany(self, statement: str, rows: list[Any]) -> None:
         cursor = self.driver.cursor()
@@ -304,6 +324,8 @@ class Database:
             or ("mode=memory" in str(self.url))
         )
         self._hot: _SqliteWriter | None = None
+        #: per thread: the group transaction its ``hot_write`` blocks join, if any
+        self._joined = threading.local()
         if self.dialect == "sqlite" and not memory:
             # its own engine, so that the connection is a new one: a pooled connection
             # comes with a statement cache filled by whatever it ran before (migrations),
@@ -334,8 +356,13 @@ class Database:
         """A write transaction for hot paths that send prepared statements only
         (``coze_lab.store.bulk``): on an SQLite file one long-lived connection, no pool
         checkout; elsewhere a pooled connection's transaction, as ``write``. Commits on
-        success, rolls back on any exception.
+        success, rolls back on any exception. In a thread that is ``joining`` a group's
+        transaction, a part of that one instead (``coze_lab.store.group``).
         """
+        joined = getattr(self._joined, "connection", None)
+        if joined is not None:  # part of a group's transaction (``coze_lab.store.group``)
+            yield joined
+            return
         if self._hot is not None:
             with self._hot.transaction() as connection:
                 yield connection
@@ -344,6 +371,20 @@ class Database:
             yield DriverConnection(
                 connection.connection.driver_connection, connection.dialect, connection
             )
+
+    def writer_connection(self) -> Connection:
+        """A Core connection for writes that its caller keeps open (and closes)."""
+        return self._writer.connect()
+
+    @contextmanager
+    def joining(self, connection: DriverConnection) -> Iterator[None]:
+        """Inside the block, this thread's ``hot_write`` blocks run in ``connection``'s
+        transaction: they neither begin nor commit it (a group commit's writes)."""
+        self._joined.connection = connection
+        try:
+            yield
+        finally:
+            self._joined.connection = None
 
     @contextmanager
     def reading(self) -> Iterator[Session]:

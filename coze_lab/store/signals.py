@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from sqlalchemy import Connection, func, select
 
-from coze_lab.store.db import Database
+from coze_lab.store.db import Database, DriverConnection
 
 log = logging.getLogger("coze_lab.signals")
 
@@ -60,10 +60,14 @@ class Signals:
         return self.shared and self._is_listening
 
     # ---- sending ------------------------------------------------------------------------
-    def notify(self, connection: Connection, topic: str) -> None:
+    def notify(self, connection: Connection | DriverConnection, topic: str) -> None:
         """On PostgreSQL, send ``topic`` to every replica when the transaction of
         ``connection`` commits; elsewhere nothing (see :meth:`sending`)."""
-        if self.shared:
+        if not self.shared:
+            return
+        if isinstance(connection, DriverConnection):  # a hot write's: no statement building
+            connection.send("select pg_notify(%s, %s)", (CHANNEL, topic))
+        else:
             connection.execute(select(func.pg_notify(CHANNEL, topic)))
 
     @contextlib.contextmanager

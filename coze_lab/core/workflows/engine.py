@@ -17,7 +17,6 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -47,6 +46,7 @@ from coze_lab.core.workflows.spec import NodeSpec, WorkflowSpec
 from coze_lab.core.workflows.template import MissingValue, bind_sql, render
 from coze_lab.core.workflows.validate import validate
 from coze_lab.store import Database
+from coze_lab.store.group import GroupCommit
 from coze_lab.store.signals import Signals
 
 log = logging.getLogger("coze_lab.workflows")
@@ -63,8 +63,6 @@ _PY_TYPES: dict[str, type | tuple[type, ...]] = {
 
 #: parsed definitions kept for the most recent runs
 SPEC_CACHE = 1024
-#: threads committing run steps on a server database (the connection pool holds 5 + 10)
-WRITE_THREADS = 8
 #: a run whose nodes never wait gives the event loop a turn at least this often (seconds)
 YIELD_EVERY_S = 0.005
 
@@ -425,15 +423,11 @@ class Engine:
         self.run_workspaces: OrderedDict[int, RunWorkspace] = OrderedDict()
         #: run id → its parsed definition: a run's spec is parsed once, not per step
         self._specs: dict[int, WorkflowSpec] = {}
-        # A server database commits each step with a round trip (and a WAL flush): done on
+        # A server database commits each step with round trips and a WAL flush: done on
         # the event loop, one commit is in flight and every run waits on every other's.
-        # Off the loop, runs commit side by side and the database groups their flushes.
-        # SQLite has one writer and no round trip, so its commits stay on the loop.
-        self._writer = (
-            None
-            if db.dialect == "sqlite"
-            else ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="coze-lab-write")
-        )
+        # Off the loop, one thread commits the steps of all runs waiting together (group
+        # commit). SQLite has one writer and no round trip, so its commits stay on the loop.
+        self._writer = None if db.dialect == "sqlite" else GroupCommit(db)
         #: root run id → the sandbox owner of its code nodes (``sandbox_owner``)
         self._owners: dict[int, str] = {}
         self._commit_locks: dict[int, asyncio.Lock] = {}
@@ -764,14 +758,13 @@ class Engine:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._writer is not None:
-            self._writer.shutdown(wait=True)
+            self._writer.close()
 
     async def _write(self, write: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a store write: in a writer thread on a server database, inline on SQLite."""
+        """Run a store write: group-committed on a server database, inline on SQLite."""
         if self._writer is None:
             return write(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, lambda: write(*args, **kwargs))
+        return await self._writer(write, *args, **kwargs)
 
     def spec_of(self, run: RunInfo) -> WorkflowSpec:
         """The run's parsed definition (parsed once per run and process)."""

@@ -20,7 +20,6 @@ from coze_lab.core.errors import QUESTION_EXPIRED, RUN_CANCELED, Conflict, NotFo
 from coze_lab.core.ids import new_id
 from coze_lab.store import Database
 from coze_lab.store.bulk import BulkInsert, Prepared
-from coze_lab.store.db import DriverConnection
 from coze_lab.store.models import (
     Interrupt,
     NodeRun,
@@ -186,16 +185,19 @@ class RunStore:
 
     def wake(self, run_id: int) -> None:
         """Wake the run's followers on every replica now (a trailing wake-up)."""
-        if self.signals is not None:
-            self._woke[run_id] = time.monotonic()
+        if self.signals is None:
+            return
+        self._woke[run_id] = time.monotonic()
+        if self.signals.shared:  # a hot write: part of a group commit where there is one
+            with self.db.hot_write() as conn:
+                self.signals.notify(conn, f"run:{run_id}")
+        else:
             self.signals.publish(f"run:{run_id}")
 
     def _wake(self, conn: Any, topic: str) -> None:
         """Tell other replicas, with this transaction's commit (PostgreSQL only: in one
         process the engine wakes its own followers)."""
         if self.signals is not None:
-            if isinstance(conn, DriverConnection):  # a hot write: its SQLAlchemy side
-                conn = conn.connection
             self.signals.notify(conn, topic)
 
     # ---- runs ---------------------------------------------------------------------------
