@@ -199,6 +199,37 @@ def _wrapped(statement: str, parameters: Any, error: Exception, dialect: Any) ->
     return exc.DBAPIError.instance(statement, parameters, error, dialect.loaded_dbapi.Error)
 
 
+class _Reader:
+    """A thread's long-lived autocommit connection for reads (``Database.keep_reader``).
+
+    One idle for ``PING_IDLE_S`` goes back to the pool and another is checked out (the
+    pool pings it); one that broke in use fails that read, and SQLAlchemy connects again
+    on the next.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._connection: Connection | None = None
+        self._used_at = 0.0
+
+    def connection(self) -> Connection:
+        now = time.monotonic()
+        if self._connection is not None and now - self._used_at >= PING_IDLE_S:
+            self.close()
+        if self._connection is None:
+            self._connection = self._engine.connect().execution_options(
+                isolation_level="AUTOCOMMIT"
+            )
+        self._used_at = now
+        return self._connection
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
 class _SqliteWriter:
     """One long-lived connection for the hot writes of an SQLite file (run steps).
 
@@ -326,6 +357,8 @@ class Database:
         self._hot: _SqliteWriter | None = None
         #: per thread: the group transaction its ``hot_write`` blocks join, if any
         self._joined = threading.local()
+        self._kept: list[_Reader] = []
+        self._kept_lock = threading.Lock()
         if self.dialect == "sqlite" and not memory:
             # its own engine, so that the connection is a new one: a pooled connection
             # comes with a statement cache filled by whatever it ran before (migrations),
@@ -394,9 +427,33 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A Core connection in a read-only transaction (never blocks writers)."""
+        """A Core connection in a read-only transaction (never blocks writers). In a thread
+        that ``keeps_reader``, that thread's own connection instead."""
+        reader = getattr(self._joined, "reader", None)
+        if reader is not None:
+            yield reader.connection()
+            return
         with self.engine.begin() as connection:
             yield connection
+
+    def keep_reader(self) -> None:
+        """From now on this thread's ``read`` blocks use one long-lived connection of
+        their own, on PostgreSQL in autocommit: no pool checkout, no ``BEGIN`` and no
+        ``ROLLBACK`` round trips. Its default isolation, read committed, gives each
+        statement its own snapshot inside a transaction too, so a read sees the same.
+        Elsewhere (SQLite, MariaDB's repeatable read) nothing changes."""
+        if self.dialect == "postgresql" and getattr(self._joined, "reader", None) is None:
+            self._joined.reader = reader = _Reader(self.engine)
+            with self._kept_lock:
+                self._kept.append(reader)
+
+    def close_readers(self) -> None:
+        """Return the connections that ``keep_reader`` threads kept (their threads have
+        stopped, or read no more)."""
+        with self._kept_lock:
+            kept, self._kept = self._kept, []
+        for reader in kept:
+            reader.close()
 
     def has_sqlite_vec(self) -> bool:
         """Whether this is SQLite with sqlite-vec loaded (connects once to find out).
@@ -440,6 +497,7 @@ class Database:
             return {"ok": False, "dialect": self.dialect, "error": type(exc).__name__}
 
     def dispose(self) -> None:
+        self.close_readers()
         if self._hot is not None:
             self._hot.close()
         self.engine.dispose()

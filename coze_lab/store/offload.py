@@ -2,8 +2,9 @@
 
 A read on PostgreSQL or MariaDB is a network round trip: made on the event loop, it stops
 every other request of the replica until the answer comes (and the database's own process
-needs the CPU meanwhile). :class:`Offload` runs such calls in a few threads instead, each
-with a connection the pool keeps open, so the loop serves other requests while they wait. On
+needs the CPU meanwhile). :class:`Offload` runs such calls in a few threads instead, so
+the loop serves other requests while they wait. On PostgreSQL each thread's reads use one
+long-lived autocommit connection of its own (``Database.keep_reader``). On
 SQLite a read is a call into the library, with no wait to overlap: a thread hop would only
 add its cost, so calls run inline there.
 
@@ -43,6 +44,7 @@ class Offload:
     def __init__(self, db: Database | None = None, *, threads: int | None = None) -> None:
         #: True on SQLite (or without a database): calls run in the caller's thread
         self.inline = db is None or db.dialect == "sqlite"
+        self._db = db
         self.threads = threads or READ_THREADS
         self._pool: ThreadPoolExecutor | None = None
 
@@ -51,12 +53,20 @@ class Offload:
         if self.inline:
             return call(*args, **kwargs)
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="coze-lab-read")
+            self._pool = ThreadPoolExecutor(
+                self.threads, thread_name_prefix="coze-lab-read", initializer=self._keep_reader
+            )
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(call, *args, **kwargs))
+
+    def _keep_reader(self) -> None:
+        if self._db is not None:
+            self._db.keep_reader()
 
     def close(self) -> None:
         """Stop the threads (calls under way finish first)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+            if self._db is not None:
+                self._db.close_readers()
