@@ -11,6 +11,7 @@ They run on a SQLAlchemy ``Connection`` in a transaction or on the ``DriverConne
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -161,13 +162,77 @@ class Prepared:
 
 
 class BulkInsert(Prepared):
-    """``BulkInsert(table).run(connection, rows)`` inserts ``rows`` (dicts of every column)."""
+    """``BulkInsert(table).run(connection, rows)`` inserts ``rows`` (dicts of every column).
+
+    On a connection that defers inserts (a group commit's pipeline, see
+    :class:`Deferred`) the rows wait, to be sent with those of the other writes as one
+    multi-row ``INSERT`` per table.
+    """
 
     def __init__(self, table: Table) -> None:
         super().__init__(insert(table))
         self.table = table
+        self._multi: dict[tuple[str, int], str] = {}
 
     def run(  # type: ignore[override]
         self, connection: Connection | DriverConnection, rows: Iterable[Mapping[str, Any]]
     ) -> None:
-        self.run_many(connection, rows)
+        driver = _driver(connection)
+        if driver.deferred is not None:
+            driver.deferred.add(self, driver.dialect, rows)
+            return
+        self.run_many(driver, rows)
+
+    def send_rows(self, driver: DriverConnection, args: list[Any]) -> None:
+        """Insert rows already bound (``_Compiled.args``) with multi-row ``INSERT``s."""
+        compiled = self._for(driver.dialect)
+        width = len(compiled.fields)
+        for start in range(0, len(args), MULTI_ROWS):
+            chunk = args[start : start + MULTI_ROWS]
+            values = [v for row in chunk for v in (row.values() if isinstance(row, dict) else row)]
+            driver.send(self._multi_sql(compiled, driver.dialect, width, len(chunk)), values)
+
+    def _multi_sql(self, compiled: _Compiled, dialect: Dialect, width: int, rows: int) -> str:
+        key = (f"{dialect.name}:{dialect.paramstyle}", rows)
+        sql = self._multi.get(key)
+        if sql is None:
+            head, _, _ = compiled.sql.partition(" VALUES ")
+            row = "(" + ", ".join(["%s"] * width) + ")"
+            sql = self._multi[key] = f"{head} VALUES {', '.join([row] * rows)}"
+        return sql
+
+
+#: rows in one multi-row ``INSERT`` of deferred inserts
+MULTI_ROWS = 500
+
+
+class Deferred:
+    """Inserts held back on one connection: per table, the rows bound in arrival order;
+    written table by table in the order of their foreign keys (parents first).
+
+    Only plain inserts of new rows wait; every other statement on the connection first
+    writes what waits (``DriverConnection.flush``), so a read or an update sees it.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[BulkInsert, list[Any]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._rows)
+
+    def add(self, insert: BulkInsert, dialect: Dialect, rows: Iterable[Mapping[str, Any]]) -> None:
+        compiled = insert._for(dialect)
+        if not compiled.positional and dialect.paramstyle not in ("format", "pyformat"):
+            raise ValueError(f"deferred inserts need %s placeholders, not {dialect.paramstyle}")
+        self._rows.setdefault(insert, []).extend(compiled.args(row) for row in rows)
+
+    def flush(self, driver: DriverConnection) -> None:
+        waiting, self._rows = self._rows, {}
+        for statement in sorted(waiting, key=lambda i: _table_order(i.table)):
+            if waiting[statement]:
+                statement.send_rows(driver, waiting[statement])
+
+
+@functools.cache
+def _table_order(table: Table) -> int:
+    return table.metadata.sorted_tables.index(table)

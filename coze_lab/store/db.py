@@ -164,9 +164,23 @@ class DriverConnection:
         #: psycopg's pipeline when statements are sent without waiting for each answer
         #: (a group commit's): ``execute`` waits for its own, ``send`` for none
         self.pipeline = pipeline
+        #: rows of plain inserts held back to be sent together (``coze_lab.store.bulk``):
+        #: written before any other statement, and by ``flush``
+        self.deferred: Any = None
+
+    def flush(self) -> None:
+        """Send the deferred inserts now."""
+        deferred, self.deferred = self.deferred, None
+        if deferred is None:
+            return
+        try:
+            deferred.flush(self)
+        finally:
+            self.deferred = deferred
 
     def execute(self, statement: str, parameters: Any = ()) -> Any:
         """Run one statement; return the DBAPI cursor (its ``rowcount``, its rows)."""
+        self.flush()
         cursor = self.driver.cursor()
         try:
             cursor.execute(statement, parameters)
@@ -177,15 +191,23 @@ class DriverConnection:
             raise _wrapped(statement, parameters, error, self.dialect) from error
         return cursor
 
-    def send(self, statement: str, parameters: Any = ()) -> None:
+    def send(self, statement: str, parameters: Any = (), *, touches_rows: bool = True) -> None:
         """Run one statement whose answer nobody reads (in a pipeline, not awaited: an
-        error surfaces when the pipeline is synced, and rolls the transaction back)."""
+        error surfaces when the pipeline is synced, and rolls the transaction back).
+        ``touches_rows=False``: one that reads and writes no table (a NOTIFY), which need
+        not wait for the deferred inserts."""
         if self.pipeline is None:
             self.execute(statement, parameters).close()
-        else:
-            self.executemany(statement, [parameters])
+            return
+        if touches_rows:
+            self.flush()
+        self._executemany(statement, [parameters])
 
     def executemany(self, statement: str, rows: list[Any]) -> None:
+        self.flush()
+        self._executemany(statement, rows)
+
+    def _executemany(self, statement: str, rows: list[Any]) -> None:
         cursor = self.driver.cursor()
         try:
             cursor.executemany(statement, rows)

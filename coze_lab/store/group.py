@@ -8,6 +8,11 @@ them together: under load a transaction carries many runs' steps, alone a write 
 transaction as before. ``synchronous_commit`` stays on: a write's caller resumes only
 after the commit that holds it is durable.
 
+On PostgreSQL the group's statements are pipelined (sent without waiting for each
+answer), and the plain inserts of all its writes wait to go as one multi-row ``INSERT``
+per table (``coze_lab.store.bulk.Deferred``) until a statement of another kind or the end
+of the group.
+
 A write is a function whose ``Database.hot_write`` blocks join the group's transaction.
 When one of them raises, the group is rolled back and each of its writes runs again in a
 transaction of its own, so a failure is its own write's alone and leaves nothing behind.
@@ -39,6 +44,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import Connection
 
+from coze_lab.store.bulk import Deferred
 from coze_lab.store.db import PING_IDLE_S, Database, DriverConnection
 
 log = logging.getLogger(__name__)
@@ -157,8 +163,11 @@ class GroupCommit:
         try:
             with _pipeline(driver) if pipelined else contextlib.nullcontext() as pipeline:
                 joined = DriverConnection(driver, connection.dialect, connection, pipeline=pipeline)
+                if pipeline is not None:  # one multi-row INSERT per table for the group
+                    joined.deferred = Deferred()
                 with self.db.joining(joined):
                     values = [call() for call in calls]
+                joined.flush()
         except BaseException:
             with contextlib.suppress(Exception):
                 transaction.rollback()

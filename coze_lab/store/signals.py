@@ -66,7 +66,7 @@ class Signals:
         if not self.shared:
             return
         if isinstance(connection, DriverConnection):  # a hot write's: no statement building
-            connection.send("select pg_notify(%s, %s)", (CHANNEL, topic))
+            connection.send("select pg_notify(%s, %s)", (CHANNEL, topic), touches_rows=False)
         else:
             connection.execute(select(func.pg_notify(CHANNEL, topic)))
 
