@@ -187,28 +187,37 @@ class BulkInsert(Prepared):
         """Insert rows already bound (``_Compiled.args``) with multi-row ``INSERT``s."""
         compiled = self._for(driver.dialect)
         width = len(compiled.fields)
-        for start in range(0, len(args), MULTI_ROWS):
-            chunk = args[start : start + MULTI_ROWS]
+        step = min(MULTI_ROWS, MAX_PARAMETERS // width)
+        for start in range(0, len(args), step):
+            chunk = args[start : start + step]
             values = [v for row in chunk for v in (row.values() if isinstance(row, dict) else row)]
-            driver.send(self._multi_sql(compiled, driver.dialect, width, len(chunk)), values)
+            sql = self._multi_sql(compiled, driver.dialect, width, len(chunk))
+            driver.send_numbered(sql, values)
 
     def _multi_sql(self, compiled: _Compiled, dialect: Dialect, width: int, rows: int) -> str:
+        """``INSERT … VALUES ($1, $2), ($3, $4), …`` for ``rows`` rows."""
         key = (f"{dialect.name}:{dialect.paramstyle}", rows)
         sql = self._multi.get(key)
         if sql is None:
             head, _, _ = compiled.sql.partition(" VALUES ")
-            row = "(" + ", ".join(["%s"] * width) + ")"
-            sql = self._multi[key] = f"{head} VALUES {', '.join([row] * rows)}"
+            groups = (
+                "(" + ", ".join(f"${row * width + col + 1}" for col in range(width)) + ")"
+                for row in range(rows)
+            )
+            sql = self._multi[key] = f"{head} VALUES {', '.join(groups)}"
         return sql
 
 
 #: rows in one multi-row ``INSERT`` of deferred inserts
 MULTI_ROWS = 500
+#: PostgreSQL's limit on a statement's parameters
+MAX_PARAMETERS = 65535
 
 
 class Deferred:
-    """Inserts held back on one connection: per table, the rows bound in arrival order;
-    written table by table in the order of their foreign keys (parents first).
+    """Inserts held back on a psycopg connection in a pipeline: per table, the rows bound
+    in arrival order; written table by table in the order of their foreign keys (parents
+    first).
 
     Only plain inserts of new rows wait; every other statement on the connection first
     writes what waits (``DriverConnection.flush``), so a read or an update sees it.
@@ -222,8 +231,8 @@ class Deferred:
 
     def add(self, insert: BulkInsert, dialect: Dialect, rows: Iterable[Mapping[str, Any]]) -> None:
         compiled = insert._for(dialect)
-        if not compiled.positional and dialect.paramstyle not in ("format", "pyformat"):
-            raise ValueError(f"deferred inserts need %s placeholders, not {dialect.paramstyle}")
+        if dialect.driver != "psycopg":
+            raise ValueError(f"deferred inserts are psycopg's, not {dialect.driver}'s")
         self._rows.setdefault(insert, []).extend(compiled.args(row) for row in rows)
 
     def flush(self, driver: DriverConnection) -> None:

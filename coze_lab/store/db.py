@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -206,6 +206,21 @@ class DriverConnection:
     def executemany(self, statement: str, rows: list[Any]) -> None:
         self.flush()
         self._executemany(statement, rows)
+
+    def send_numbered(self, statement: str, parameters: Sequence[Any]) -> None:
+        """``send`` for a statement with ``$1, $2, …`` placeholders, in psycopg's raw
+        cursor: nothing parses the statement (psycopg caches its parse of ``%s``
+        statements only up to 50 parameters; a multi-row insert has more)."""
+        import psycopg
+
+        self.flush()
+        cursor = psycopg.RawCursor(self.driver)
+        try:
+            cursor.executemany(statement, [parameters])
+        except self.dialect.loaded_dbapi.Error as error:
+            raise _wrapped(statement, parameters, error, self.dialect) from error
+        finally:
+            cursor.close()
 
     def _executemany(self, statement: str, rows: list[Any]) -> None:
         cursor = self.driver.cursor()

@@ -181,13 +181,13 @@ def test_inserts_of_a_group_go_table_by_table_parents_first(
     with db.write() as connection:
         connection.execute(parent.insert().values(id=1))
     sent: list[tuple[str, int]] = []
-    real = DriverConnection._executemany
+    real = DriverConnection.send_numbered
 
-    def spy(self: DriverConnection, statement: str, rows: list[Any]) -> None:
-        sent.append((statement.split(" (")[0], len(rows[0]) if rows else 0))
-        real(self, statement, rows)
+    def spy(self: DriverConnection, statement: str, parameters: Any) -> None:
+        sent.append((statement.split(" (")[0], len(parameters)))
+        real(self, statement, parameters)
 
-    monkeypatch.setattr(DriverConnection, "_executemany", spy)
+    monkeypatch.setattr(DriverConnection, "send_numbered", spy)
 
     def orphan_of_one() -> None:  # only a child, of a parent committed before
         with db.hot_write() as connection:
