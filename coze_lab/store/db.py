@@ -468,7 +468,15 @@ class Database:
         that ``keeps_reader``, that thread's own connection instead."""
         reader = getattr(self._joined, "reader", None)
         if reader is not None:
-            yield reader.connection()
+            connection = reader.connection()
+            try:
+                yield connection
+            except BaseException:
+                # a connection invalidated inside SQLAlchemy's (autobegun) transaction is
+                # refused until it is rolled back; in autocommit nothing else is undone
+                with contextlib.suppress(Exception):
+                    connection.rollback()
+                raise
             return
         with self.engine.begin() as connection:
             yield connection

@@ -119,7 +119,13 @@ class GroupCommit:
                         stop = True
                         break
                     items.append(item)
-                self._settle(items, self._run(items))
+                try:
+                    outcomes = self._run(items)
+                except BaseException as error:  # never leave a caller waiting
+                    self._discard()
+                    failure = error if isinstance(error, Exception) else RuntimeError(repr(error))
+                    outcomes = [(None, failure)] * len(items)
+                self._settle(items, outcomes)
                 if stop:
                     return
         finally:

@@ -209,3 +209,17 @@ def test_inserts_of_a_group_go_table_by_table_parents_first(
     assert [tuple(row) for row in rows] == [(10, 1), (12, 2), (13, 3)]
     if db.dialect == "postgresql":  # pipelined: one statement per table, 2 parents, 3 kids
         assert sent == [("INSERT INTO p", 2), ("INSERT INTO c", 3 * 2)]
+
+
+def test_a_write_that_raises_beyond_exception_does_not_stop_the_thread(db: Database) -> None:
+    group = GroupCommit(db)
+
+    def exits() -> None:
+        _insert(db, (1, "lost"))()
+        raise SystemExit(3)
+
+    with pytest.raises(RuntimeError, match="SystemExit"):
+        asyncio.run(group(exits))
+    assert asyncio.run(group(_insert(db, (2, "after")))) == 1
+    assert _who(db) == ["after"]
+    group.close()

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from coze_lab.store import Database
 from coze_lab.store.offload import Offload
@@ -58,4 +59,26 @@ def test_a_reader_thread_keeps_one_connection_outside_any_transaction() -> None:
         assert db.engine.pool.checkedout() == 1  # kept between the reads
         offload.close()
         assert db.engine.pool.checkedout() == 0  # and given back with the threads
+        db.dispose()
+
+
+@pytest.mark.postgresql
+def test_a_reader_connection_that_died_fails_one_read_and_the_next_reads_again() -> None:
+    from tests.conftest import PG_URL
+
+    with pg_schema(PG_URL, "t_") as url:
+        db = Database(url)
+        offload = Offload(db, threads=1)
+
+        def backend() -> int:
+            with db.read() as connection:
+                return connection.execute(text("select pg_backend_pid()")).scalar_one()
+
+        first = asyncio.run(offload(backend))
+        with db.write() as connection:
+            connection.execute(text("select pg_terminate_backend(:pid)"), {"pid": first})
+        with pytest.raises(DBAPIError):
+            asyncio.run(offload(backend))
+        assert asyncio.run(offload(backend)) != first
+        offload.close()
         db.dispose()
