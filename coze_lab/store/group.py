@@ -19,7 +19,6 @@ transaction of its own, so a failure is its own write's alone and leaves nothing
 
 Example:
     >>> import asyncio
-    >>> from sqlalchemy import text
     >>> db = Database("sqlite://")
     >>> group = GroupCommit(db)
     >>> def write() -> int:
