@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -236,32 +236,36 @@ def _wrapped(statement: str, parameters: Any, error: Exception, dialect: Any) ->
     return exc.DBAPIError.instance(statement, parameters, error, dialect.loaded_dbapi.Error)
 
 
-class _Reader:
-    """A thread's long-lived autocommit connection for reads (``Database.keep_reader``).
+class KeptConnection:
+    """A Core connection one thread keeps between uses (a reader thread's, the group
+    commit's): ``get`` opens it with ``connect``; one idle for ``PING_IDLE_S`` goes back to
+    the pool first and another is checked out (the pool pings it).
 
-    One idle for ``PING_IDLE_S`` goes back to the pool and another is checked out (the
-    pool pings it); one that broke in use fails that read, and SQLAlchemy connects again
-    on the next.
+    Example:
+        >>> kept = KeptConnection(Database("sqlite://").engine.connect)
+        >>> kept.get() is kept.get()
+        True
+        >>> kept.close()
     """
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._connection: Connection | None = None
+    def __init__(self, connect: Callable[[], Connection]) -> None:
+        self._connect = connect
+        #: the connection kept now (None: opened on the next ``get``)
+        self.current: Connection | None = None
         self._used_at = 0.0
 
-    def connection(self) -> Connection:
+    def get(self) -> Connection:
         now = time.monotonic()
-        if self._connection is not None and now - self._used_at >= PING_IDLE_S:
+        if self.current is not None and now - self._used_at >= PING_IDLE_S:
             self.close()
-        if self._connection is None:
-            self._connection = self._engine.connect().execution_options(
-                isolation_level="AUTOCOMMIT"
-            )
+        if self.current is None:
+            self.current = self._connect()
         self._used_at = now
-        return self._connection
+        return self.current
 
     def close(self) -> None:
-        connection, self._connection = self._connection, None
+        """Give the connection back (the next ``get`` opens another)."""
+        connection, self.current = self.current, None
         if connection is not None:
             with contextlib.suppress(Exception):
                 connection.close()
@@ -394,7 +398,7 @@ class Database:
         self._hot: _SqliteWriter | None = None
         #: per thread: the group transaction its ``hot_write`` blocks join, if any
         self._joined = threading.local()
-        self._kept: list[_Reader] = []
+        self._kept: list[KeptConnection] = []
         self._kept_lock = threading.Lock()
         if self.dialect == "sqlite" and not memory:
             # its own engine, so that the connection is a new one: a pooled connection
@@ -468,7 +472,7 @@ class Database:
         that ``keeps_reader``, that thread's own connection instead."""
         reader = getattr(self._joined, "reader", None)
         if reader is not None:
-            connection = reader.connection()
+            connection = reader.get()
             try:
                 yield connection
             except BaseException:
@@ -488,7 +492,9 @@ class Database:
         statement its own snapshot inside a transaction too, so a read sees the same.
         Elsewhere (SQLite, MariaDB's repeatable read) nothing changes."""
         if self.dialect == "postgresql" and getattr(self._joined, "reader", None) is None:
-            self._joined.reader = reader = _Reader(self.engine)
+            self._joined.reader = reader = KeptConnection(
+                lambda: self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            )
             with self._kept_lock:
                 self._kept.append(reader)
 

@@ -37,14 +37,11 @@ import functools
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection
-
 from coze_lab.store.bulk import Deferred
-from coze_lab.store.db import PING_IDLE_S, Database, DriverConnection
+from coze_lab.store.db import Database, DriverConnection, KeptConnection
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +66,8 @@ class GroupCommit:
         self.groups = 0
         self.writes = 0
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._connection: Connection | None = None
-        self._used_at = 0.0
+        #: the thread's connection (replaced after a failure or when idle)
+        self._kept = KeptConnection(db.writer_connection)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._start = threading.Lock()
@@ -156,13 +153,7 @@ class GroupCommit:
         """The calls in one transaction; on PostgreSQL ``pipelined`` sends their
         statements without waiting for each answer (one wait for those whose answer is
         read, one for the rest before the commit)."""
-        now = time.monotonic()
-        if self._connection is not None and now - self._used_at >= PING_IDLE_S:
-            self._discard()  # back to the pool, which pings an idle connection on checkout
-        if self._connection is None:
-            self._connection = self.db.writer_connection()
-        self._used_at = now
-        connection = self._connection
+        connection = self._kept.get()
         driver = connection.connection.driver_connection
         transaction = connection.begin()
         try:
@@ -184,10 +175,7 @@ class GroupCommit:
         return values
 
     def _discard(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                connection.close()
+        self._kept.close()
 
     @staticmethod
     def _settle(items: list[_Item], outcomes: list[tuple[Any, BaseException | None]]) -> None:

@@ -97,8 +97,8 @@ def test_writes_in_one_group_see_each_others_rows_and_read_answers(db: Database)
 
     def rename() -> tuple[int, list[Any]]:
         with db.hot_write() as connection:
-            assert group._connection is not None  # the group's transaction, not a new one
-            assert connection.driver is group._connection.connection.driver_connection
+            assert group._kept.current is not None  # the group's transaction, not a new one
+            assert connection.driver is group._kept.current.connection.driver_connection
             changed = connection.execute(
                 _sql(db, "update t set who = {p} where id = {p}"), ("renamed", 7)
             ).rowcount
@@ -152,13 +152,13 @@ def test_a_connection_the_server_closed_is_replaced() -> None:
             connection.execute(text("create table t (id integer primary key, who varchar(16))"))
         group = GroupCommit(db)
         asyncio.run(group(_insert(db, (1, "before"))))
-        assert group._connection is not None
-        backend = group._connection.connection.driver_connection.info.backend_pid
+        assert group._kept.current is not None
+        backend = group._kept.current.connection.driver_connection.info.backend_pid
         with db.write() as connection:
             connection.execute(text("select pg_terminate_backend(:pid)"), {"pid": backend})
         asyncio.run(group(_insert(db, (2, "after"))))
         assert _who(db) == ["before", "after"]
-        assert group._connection.connection.driver_connection.info.backend_pid != backend
+        assert group._kept.current.connection.driver_connection.info.backend_pid != backend
         group.close()
         db.dispose()
 
